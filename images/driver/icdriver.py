@@ -1,0 +1,456 @@
+#!/usr/bin/env python3
+"""In-container driver: one long-lived process per container, started once through `docker exec`.
+
+It reads requests from stdin and writes responses to stdout, each a frame: a 4-byte big-endian
+length, then a UTF-8 JSON object. Requests carry an "id" and an "op"; every response echoes the id.
+Only the Python standard library is used, so any image with python3 can carry it.
+
+Ops:
+  hello                      -> pid, version
+  exec     argv cwd timeout cap flood env
+                             -> exit, output, omitted, timed_out, flooded, elapsed
+  session  cmd timeout cap   -> same as exec, plus cwd and restarted (one persistent bash)
+  reset                      -> killed, restored, removed (processes and files back to pristine;
+                                the processes that ran before the driver started are kept)
+
+`icdriver.py snapshot` runs once at image build time: it copies the restorable top-level paths
+into PRISTINE so that `reset` can restore them, whatever the agent did to them.
+"""
+
+import json
+import os
+import select
+import shutil
+import signal
+import stat
+import struct
+import subprocess
+import sys
+import time
+import uuid
+
+VERSION = 1
+CONFIG = "/etc/intercode/reset.json"
+STATE = "/etc/intercode/pristine.json"
+PRISTINE = "/.icpristine"
+# Top-level paths that are never restored by copying: the system, kernel mounts, the pristine copy.
+ALWAYS_SYSTEM = {"bin", "boot", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "run",
+                 "sbin", "sys", "usr", "var", ".dockerenv", PRISTINE.lstrip("/")}
+HEADER = struct.Struct(">I")
+
+
+# ----------------------------------------------------------------------------- framing
+
+def read_frame(stream):
+    head = stream.read(HEADER.size)
+    if len(head) < HEADER.size:
+        return None
+    (size,) = HEADER.unpack(head)
+    return json.loads(stream.read(size).decode("utf-8"))
+
+
+def write_frame(stream, obj):
+    body = json.dumps(obj).encode("utf-8")
+    stream.write(HEADER.pack(len(body)) + body)
+    stream.flush()
+
+
+# ----------------------------------------------------------------------------- processes
+
+def kill_group(pgid, proc=None, grace=0.2):
+    """SIGTERM the group, then SIGKILL until no live member is left (a fork bomb keeps forking).
+    Our own child is reaped as we go: a zombie still counts as a group member for killpg."""
+    signals = [signal.SIGTERM] + [signal.SIGKILL] * 400
+    deadline = time.monotonic() + grace
+    for sig in signals:
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            break
+        if proc is not None:
+            proc.poll()
+        if not group_members(pgid):
+            break
+        time.sleep(0.005)
+        if sig == signal.SIGTERM:
+            while time.monotonic() < deadline and group_members(pgid):
+                time.sleep(0.01)
+                if proc is not None:
+                    proc.poll()
+    if proc is not None:
+        proc.poll()
+
+
+def group_members(pgid):
+    """Live (non-zombie) processes of a process group."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/%s/stat" % entry, "rb") as fh:
+                    data = fh.read()
+            except OSError:
+                continue
+            fields = data[data.rfind(b")") + 2:].split()
+            if fields[0] != b"Z" and int(fields[2]) == pgid:
+                members.append(int(entry))
+    return members
+
+
+class Capture:
+    """Collects a process's output up to `cap` bytes and counts what it had to leave out."""
+
+    def __init__(self, cap, flood):
+        self.cap, self.flood = cap, flood
+        self.buf = bytearray()
+        self.omitted = 0
+
+    def add(self, chunk):
+        room = max(self.cap - len(self.buf), 0)
+        self.buf += chunk[:room]
+        self.omitted += max(len(chunk) - room, 0)
+
+    @property
+    def flooded(self):
+        return self.omitted > self.flood
+
+    def text(self):
+        out = self.buf.decode("utf-8", errors="replace")
+        if self.omitted:
+            out += "\n[output truncated: %d bytes omitted]" % self.omitted
+        return out
+
+
+def pump(fd, proc, deadline, capture, stop_at=None):
+    """Read fd into capture until the process exits (then drain), the deadline, or a flood.
+
+    Returns "exit", "timeout" or "flood". Background children that keep the pipe open do not
+    hold the call: once the main process has exited, only what is already buffered is read.
+    stop_at, if given, is a bytes marker that ends reading as soon as it is seen.
+    """
+    pidfd = os.pidfd_open(proc.pid) if proc is not None else None
+    try:
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return "timeout"
+            watch = [fd] + ([pidfd] if pidfd is not None else [])
+            ready, _, _ = select.select(watch, [], [], remaining)
+            if fd in ready:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    return "exit"
+                capture.add(chunk)
+                if capture.flooded:
+                    return "flood"
+                if stop_at is not None and stop_at in capture.buf[-(len(chunk) + len(stop_at)):]:
+                    return "exit"
+            elif pidfd is not None and pidfd in ready:
+                drain(fd, capture)
+                return "exit"
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+
+
+def drain(fd, capture):
+    while select.select([fd], [], [], 0)[0]:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return
+        capture.add(chunk)
+
+
+def op_exec(req):
+    argv, cwd = req["argv"], req.get("cwd") or "/"
+    timeout, capture = float(req.get("timeout", 10)), Capture(int(req.get("cap", 65536)), int(req.get("flood", 8 << 20)))
+    env = dict(os.environ, **req.get("env", {}))
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    except OSError as exc:
+        return {"exit": 127 if isinstance(exc, FileNotFoundError) else 126, "output": "%s: %s\n" % (argv[0], exc.strerror),
+                "omitted": 0, "timed_out": False, "flooded": False, "elapsed": 0.0, "spawned": False}
+    fd = proc.stdout.fileno()
+    outcome = pump(fd, proc, start + timeout, capture)
+    if outcome != "exit":
+        kill_group(proc.pid, proc)
+        drain(fd, capture)
+    proc.stdout.close()
+    code = proc.wait()
+    return {"exit": code, "output": capture.text(), "omitted": capture.omitted, "timed_out": outcome == "timeout",
+            "flooded": outcome == "flood", "elapsed": time.monotonic() - start, "spawned": True}
+
+
+class Session:
+    """One persistent bash whose state (cwd, variables, functions) lives across actions."""
+
+    def __init__(self, shell="/bin/bash"):
+        self.proc = subprocess.Popen([shell, "--noprofile", "--norc"], cwd="/", stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def run(self, cmd, timeout, capture):
+        """Run cmd; return (outcome, exit code, cwd). The heredoc keeps cmd intact and
+        </dev/null keeps our pipe ours; a marker line after it carries $? and $PWD."""
+        marker = "__IC_%s__" % uuid.uuid4().hex
+        script = ("eval \"$(cat <<'%s'\n%s\n%s\n)\" </dev/null\nprintf '\\n%s %%d %%s\\n' $? \"$PWD\"\n"
+                  % (marker, cmd, marker, marker))
+        self.proc.stdin.write(script.encode("utf-8"))
+        self.proc.stdin.flush()
+        tag = ("\n%s " % marker).encode()
+        deadline = time.monotonic() + timeout
+        outcome = pump(self.proc.stdout.fileno(), None, deadline, capture, stop_at=tag)
+        at = capture.buf.rfind(tag)
+        while outcome == "exit" and at >= 0 and not capture.buf.endswith(b"\n"):
+            outcome = pump(self.proc.stdout.fileno(), None, deadline, capture, stop_at=b"\n")
+        if outcome != "exit" or at < 0:
+            return outcome if outcome != "exit" else "died", -1, None
+        code, _, cwd = capture.buf[at + len(tag):].decode("utf-8", "replace").strip().partition(" ")
+        del capture.buf[at:]
+        return "exit", int(code), cwd
+
+    def close(self):
+        if self.alive():
+            kill_group(self.proc.pid, self.proc, grace=0)
+        self.proc.wait()
+        self.proc.stdin.close()
+        self.proc.stdout.close()
+
+
+class Driver:
+    def __init__(self):
+        self.session = None
+        self.keep = {proc for proc in list_procs() if proc[0] != os.getpid()}
+        self.state = load_json(STATE, None)
+        # root -> {path: (ino, ctime_ns, type)}, recorded while the files are pristine
+        self.baseline = {root: walk(root, {}) for root in self.state["roots"]} if self.state else {}
+
+    def op_session(self, req):
+        restarted = self.session is not None and not self.session.alive()
+        if self.session is None or not self.session.alive():
+            self.session = Session(req.get("shell", "/bin/bash"))
+        start = time.monotonic()
+        capture = Capture(int(req.get("cap", 65536)), int(req.get("flood", 8 << 20)))
+        outcome, code, cwd = self.session.run(req["cmd"], float(req.get("timeout", 10)), capture)
+        if outcome != "exit":  # timed out, flooded or the shell exited: its state is gone
+            self.session.close()
+            self.session = None
+        return {"exit": code, "output": capture.text(), "omitted": capture.omitted, "timed_out": outcome == "timeout",
+                "flooded": outcome == "flood", "elapsed": time.monotonic() - start, "cwd": cwd, "restarted": restarted}
+
+    def op_reset(self, req):
+        """Kill every process the episode left, then bring each restorable path back to pristine."""
+        if self.session is not None:
+            self.session.close()
+            self.session = None
+        killed = kill_strays(self.keep)
+        restored = removed = 0
+        if self.state is not None:
+            removed += remove_new_toplevel(self.state["toplevel"])
+            for root, before in self.baseline.items():
+                now = walk(root, {})
+                if now != before:
+                    r, d = restore_root(root, before, now)
+                    restored, removed = restored + r, removed + d
+                    self.baseline[root] = walk(root, {})
+        return {"killed": killed, "restored": restored, "removed": removed}
+
+
+def load_json(path, default):
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except FileNotFoundError:
+        return default
+
+
+def kill_strays(keep):
+    """SIGKILL every process but this driver and those in `keep` ((pid, start time) pairs of the
+    container's own processes, taken when the driver started), until none is left."""
+    me, killed = os.getpid(), set()
+    for _ in range(200):
+        victims = [pid for pid, start in list_procs() if pid != me and (pid, start) not in keep]
+        if not victims:
+            break
+        for pid in victims:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.add(pid)
+            except ProcessLookupError:
+                pass
+        reap_children()
+        time.sleep(0.005)
+    return len(killed)
+
+
+def list_procs():
+    """(pid, start time) of every live process; the start time tells a reused pid apart."""
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/%s/stat" % entry, "rb") as fh:
+                    data = fh.read()
+            except OSError:
+                continue
+            fields = data[data.rfind(b")") + 2:].split()
+            if fields[0] != b"Z":
+                yield int(entry), fields[19]
+
+
+def reap_children():
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+    except ChildProcessError:
+        pass
+
+
+# ----------------------------------------------------------------------------- files
+
+def walk(path, found):
+    """Map every path under `path` to (inode, ctime_ns, type). ctime cannot be set from user
+    space, so any change to content, mode, owner or name since the walk shows as a new value."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return found
+    found[path] = (st.st_ino, st.st_ctime_ns, stat.S_IFMT(st.st_mode))
+    if stat.S_ISDIR(st.st_mode):
+        for entry in os.scandir(path):
+            walk(entry.path, found)
+    return found
+
+
+def restore_root(root, before, now):
+    """Bring one top-level path back to its pristine copy, touching only what changed."""
+    changed = sorted(p for p in set(now) | set(before) if now.get(p) != before.get(p))
+    restored = removed = 0
+    copied_trees, dirs = [], set()
+    for path in changed:
+        if any(is_under(path, tree) for tree in copied_trees):
+            continue
+        src = PRISTINE + path
+        if not os.path.lexists(src):
+            if os.path.lexists(path):
+                remove(path)
+                removed += 1
+            continue
+        is_dir = stat.S_ISDIR(os.lstat(src).st_mode)
+        if os.path.lexists(path) and not (is_dir and os.path.isdir(path) and not os.path.islink(path)):
+            remove(path)
+        if os.path.lexists(path):
+            dirs.add(path)  # a directory that still exists: only its metadata may differ
+        elif os.path.isdir(os.path.dirname(path)):
+            if is_dir:
+                shutil.copytree(src, path, symlinks=True, copy_function=copy_entry)
+                copied_trees.append(path)
+            else:
+                copy_entry(src, path)
+            restored += 1
+        dirs.update(p for p in (os.path.dirname(path),) if is_under(p, root))
+    # Directory metadata last and deepest first: restoring children rewrites their parent's mtime.
+    for path in sorted(dirs | set(copied_trees), key=len, reverse=True):
+        if os.path.isdir(PRISTINE + path) and os.path.isdir(path):
+            copy_meta(PRISTINE + path, path)
+    return restored, removed
+
+
+def is_under(path, root):
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def remove(path):
+    if os.path.isdir(path) and not os.path.islink(path):
+        for dirpath, dirnames, _ in os.walk(path):
+            for d in dirnames:  # a directory without write or search permission can't be emptied
+                os.chmod(os.path.join(dirpath, d), 0o700, follow_symlinks=False) if not os.path.islink(os.path.join(dirpath, d)) else None
+        os.chmod(path, 0o700)
+        shutil.rmtree(path)
+    else:
+        os.unlink(path)
+
+
+def copy_entry(src, dst):
+    st = os.lstat(src)
+    if stat.S_ISLNK(st.st_mode):
+        os.symlink(os.readlink(src), dst)
+    elif stat.S_ISREG(st.st_mode):
+        shutil.copyfile(src, dst, follow_symlinks=False)
+    elif stat.S_ISDIR(st.st_mode):
+        os.mkdir(dst)
+    else:
+        os.mknod(dst, st.st_mode, st.st_rdev)
+    copy_meta(src, dst)
+    return dst
+
+
+def copy_meta(src, dst):
+    st = os.lstat(src)
+    os.chown(dst, st.st_uid, st.st_gid, follow_symlinks=False)
+    if not stat.S_ISLNK(st.st_mode):
+        os.chmod(dst, stat.S_IMODE(st.st_mode))
+    os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
+
+
+def remove_new_toplevel(pristine_names):
+    keep = set(pristine_names) | ALWAYS_SYSTEM
+    removed = 0
+    for name in os.listdir("/"):
+        path = "/" + name
+        if name not in keep and not os.path.ismount(path):
+            remove(path)
+            removed += 1
+    return removed
+
+
+def snapshot():
+    """Build-time: record the top level and copy every restorable root into PRISTINE."""
+    config = load_json(CONFIG, {})
+    system = ALWAYS_SYSTEM | set(config.get("system", []))
+    toplevel = sorted(os.listdir("/"))
+    roots = ["/" + n for n in toplevel if n not in system]
+    if os.path.lexists(PRISTINE):
+        shutil.rmtree(PRISTINE)
+    os.mkdir(PRISTINE, 0o700)
+    for root in roots:
+        if os.path.isdir(root) and not os.path.islink(root):
+            shutil.copytree(root, PRISTINE + root, symlinks=True, copy_function=copy_entry)
+            copy_meta(root, PRISTINE + root)
+        else:
+            copy_entry(root, PRISTINE + root)
+    os.makedirs(os.path.dirname(STATE), exist_ok=True)
+    with open(STATE, "w") as fh:
+        json.dump({"roots": roots, "toplevel": toplevel}, fh)
+    print("pristine snapshot of %s" % " ".join(roots))
+
+
+# ----------------------------------------------------------------------------- main loop
+
+def serve():
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    driver = Driver()
+    roots = driver.state["roots"] if driver.state else []
+    write_frame(stdout, {"id": 0, "ok": True, "pid": os.getpid(), "version": VERSION, "roots": roots})
+    ops = {"hello": lambda req: {"pid": os.getpid(), "version": VERSION}, "exec": op_exec,
+           "session": driver.op_session, "reset": driver.op_reset}
+    while True:
+        req = read_frame(stdin)
+        if req is None or req.get("op") == "exit":
+            break
+        try:
+            result = ops[req["op"]](req)
+            result.update(id=req.get("id"), ok=True)
+        except Exception as exc:  # reported to the caller, who decides; the driver stays up
+            result = {"id": req.get("id"), "ok": False, "error": "%s: %s" % (type(exc).__name__, exc)}
+        write_frame(stdout, result)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["snapshot"]:
+        snapshot()
+    else:
+        serve()

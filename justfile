@@ -1,0 +1,31 @@
+# InterCode Orchestrator tasks. Run through ./dev (it makes the virtualenv first): ./dev demo, ./dev test
+
+set shell := ["bash", "-euo", "pipefail", "-c"]
+
+python := ".venv/bin/python"
+data_dir := env_var_or_default("INTERCODE_DATA_DIR", "../shared/intercode-data")
+export LITELLM_LOCAL_MODEL_COST_MAP := "True"
+
+# List the recipes
+default:
+    @just --list
+
+# Make sure a Docker engine answers (installs and starts one on Debian/Ubuntu as root)
+engine:
+    scripts/ensure-engine.sh
+
+# Build the images that are missing or whose inputs changed (all when NAMES is empty)
+images *NAMES: engine
+    {{python}} -m orchestrator images build {{NAMES}} --data-dir {{data_dir}}
+
+# Quickstart: engine, images, then a small demo of the warm pool
+demo: (images "nl2bash-fs1")
+    {{python}} -m orchestrator pool demo --size 4 --episodes 16
+
+# The test suite against the real engine (builds the images the tests need first)
+test *ARGS: (images "nl2bash-fs1")
+    {{python}} -m pytest -p no:cacheprovider {{ARGS}}
+
+# Pool benchmark: lease, action round trip vs docker exec, reset vs create, actions/s
+bench-pool: (images "nl2bash-fs1")
+    {{python}} -m benchmarks.bench_pool

@@ -1,0 +1,67 @@
+"""Command-line entry point: `python -m orchestrator <command>`.
+
+Each command lives in its own module and registers itself through `add_parser(subparsers)`,
+returning an async handler. This module only parses, runs the handler under asyncio with
+SIGTERM turned into cancellation, and turns user mistakes into one clear line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from orchestrator.errors import UserError
+
+Handler = Callable[[argparse.Namespace], Awaitable[int]]
+
+# Command modules, imported lazily so `--help` stays fast and one broken command can't hide the rest.
+COMMAND_MODULES = (
+    "orchestrator.images.cli",
+    "orchestrator.pool.cli",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m orchestrator",
+        description="InterCode Orchestrator: run and score LLM coding agents in warm Docker containers.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).add_parser(sub)
+    return parser
+
+
+async def _run_cancellable(handler: Handler, args: argparse.Namespace) -> int:
+    """Run the handler; SIGTERM cancels it like Ctrl-C does, so every cleanup path runs."""
+    task = asyncio.current_task()
+    loop = asyncio.get_running_loop()
+    assert task is not None
+    loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    try:
+        return await handler(args)
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handler: Handler = args.handler
+    try:
+        return asyncio.run(_run_cancellable(handler, args))
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        print("interrupted: containers removed, results written so far are kept", file=sys.stderr)
+        return 130
+
+
+def handler_of(fn: Callable[[argparse.Namespace], Awaitable[int]]) -> dict[str, Any]:
+    """`parser.set_defaults(**handler_of(run))` — small helper so command modules read alike."""
+    return {"handler": fn}

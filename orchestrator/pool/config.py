@@ -1,0 +1,47 @@
+"""Settings of the warm pool, one validated model per image."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# Docker's default capabilities minus those no task needs. NET_RAW stays: `ping` is in the
+# original's toolset and the container has no network anyway.
+DEFAULT_CAP_DROP = ["MKNOD", "AUDIT_WRITE", "SETFCAP", "SETPCAP", "NET_BIND_SERVICE", "SYS_CHROOT"]
+
+
+class Hardening(BaseModel):
+    """How an agent container is confined. The defaults suit every agent-facing image."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    network: bool = Field(False, description="Attach to the default bridge; off means no network at all.")
+    memory_mb: int = Field(1024, gt=0, description="Memory limit (swap included).")
+    cpus: float = Field(1.0, gt=0, description="CPU quota in cores.")
+    pids: int = Field(512, gt=16, description="Maximum number of processes: contains fork bombs.")
+    cap_drop: list[str] = Field(default_factory=lambda: list(DEFAULT_CAP_DROP))
+    cap_add: list[str] = Field(default_factory=list)
+    hostname: str = Field("intercode", description="Fixed, so that gold and agent outputs agree.")
+
+
+class ImagePoolConfig(BaseModel):
+    """Sizes and recycling of the containers of one image."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    min_idle: int = Field(1, ge=0, description="Idle containers kept warm.")
+    max_size: int = Field(8, ge=1, description="Most containers of this image at once.")
+    max_uses: int = Field(100, ge=1, description="Re-create a container after this many leases.")
+    reset: bool = Field(True, description="Reset files and processes after each lease.")
+    check_changes: bool = Field(True, description="Re-create when a lease changed system paths the reset can't restore.")
+    health_interval: float = Field(30.0, gt=0, description="Seconds between health checks of idle containers.")
+    hardening: Hardening = Field(default_factory=Hardening)
+
+
+class ActionLimits(BaseModel):
+    """Defaults for every action sent through the driver."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    timeout: float = Field(10.0, gt=0, description="Seconds before the action's process group is killed.")
+    output_cap: int = Field(64 * 1024, gt=0, description="Bytes of output kept; the rest is counted and cut.")
+    flood: int = Field(8 << 20, gt=0, description="Kill an action that prints more than this beyond the cap.")

@@ -1,0 +1,129 @@
+"""One pooled container: its state machine, its creation with hardening, and its removal."""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import time
+import uuid
+
+import aiodocker
+import structlog
+
+from orchestrator.errors import ContainerDied, ImageError, SandboxError
+from orchestrator.pool.config import Hardening
+from orchestrator.pool.driver import DriverClient
+from orchestrator.pool.ownership import remove_quietly
+
+log = structlog.get_logger(__name__)
+
+
+class State(enum.Enum):
+    WARMING = "warming"
+    IDLE = "idle"
+    LEASED = "leased"
+    RESETTING = "resetting"
+    BROKEN = "broken"
+    REMOVED = "removed"
+
+
+# The only transitions there are. Anything may break; only a broken container is removed.
+TRANSITIONS: dict[State, frozenset[State]] = {
+    State.WARMING: frozenset({State.IDLE, State.LEASED, State.BROKEN}),
+    State.IDLE: frozenset({State.LEASED, State.RESETTING, State.BROKEN}),
+    State.LEASED: frozenset({State.RESETTING, State.BROKEN}),
+    State.RESETTING: frozenset({State.IDLE, State.LEASED, State.BROKEN}),
+    State.BROKEN: frozenset({State.REMOVED}),
+    State.REMOVED: frozenset(),
+}
+
+
+class IllegalTransition(RuntimeError):
+    pass
+
+
+class PooledContainer:
+    """A container of the pool, with its driver. All state changes go through `move_to`."""
+
+    def __init__(self, docker: aiodocker.Docker, image: str, container: aiodocker.containers.DockerContainer):
+        self.docker = docker
+        self.image = image
+        self.container = container
+        self.id: str = container.id
+        self.state = State.WARMING
+        self.driver: DriverClient | None = None
+        self.uses = 0
+        self.broken_reason: str | None = None
+        self.last_checked = time.monotonic()
+
+    def move_to(self, new: State, reason: str | None = None) -> None:
+        if new not in TRANSITIONS[self.state]:
+            raise IllegalTransition(f"container {self.id[:12]}: {self.state.value} -> {new.value}")
+        if new is State.BROKEN:
+            self.broken_reason = reason
+            log.info("pool.container_broken", image=self.image, container=self.id[:12], reason=reason)
+        if new is State.LEASED:
+            self.uses += 1
+        self.state = new
+
+    @property
+    def usable(self) -> bool:
+        return self.state not in (State.BROKEN, State.REMOVED)
+
+    async def ping(self) -> None:
+        if self.driver is None:
+            raise SandboxError("container has no driver", container_id=self.id, image=self.image)
+        await self.driver.request("hello", wait=10.0)
+
+    async def remove(self) -> None:
+        """Close the driver and force-remove the container. Safe to call twice."""
+        if self.state is State.REMOVED:
+            return
+        if self.state is not State.BROKEN:
+            self.move_to(State.BROKEN, "removed by pool")
+        if self.driver is not None:
+            await self.driver.close()
+        await remove_quietly(self.docker, self.id)
+        self.move_to(State.REMOVED)
+
+
+def container_config(image: str, hardening: Hardening, labels: dict[str, str]) -> dict:
+    """The engine's create body: the image's own CMD, docker-init as PID 1, and confinement."""
+    host_config = {
+        "Init": True,
+        "NetworkMode": "bridge" if hardening.network else "none",
+        "Memory": hardening.memory_mb << 20,
+        "MemorySwap": hardening.memory_mb << 20,
+        "NanoCpus": int(hardening.cpus * 1e9),
+        "PidsLimit": hardening.pids,
+        "CapDrop": hardening.cap_drop,
+        "CapAdd": hardening.cap_add,
+        "Privileged": False,
+        "SecurityOpt": ["no-new-privileges"],
+        "AutoRemove": False,
+    }
+    return {"Image": image, "Hostname": hardening.hostname, "Labels": labels, "HostConfig": host_config,
+            "AttachStdin": False, "AttachStdout": False, "AttachStderr": False, "Tty": False}
+
+
+async def create_container(docker: aiodocker.Docker, image: str, hardening: Hardening,
+                           labels: dict[str, str]) -> PooledContainer:
+    """Create, start and connect the driver. On any failure the container is removed again."""
+    name = f"intercode-{image.split('/')[-1].replace(':', '-')}-{uuid.uuid4().hex[:10]}"
+    try:
+        raw = await docker.containers.create(container_config(image, hardening, labels), name=name)
+    except aiodocker.DockerError as exc:
+        if exc.status == 404:
+            raise ImageError(f"image {image} is not built: run `python -m orchestrator images build`") from exc
+        raise SandboxError(f"could not create a container: {exc.message}", image=image) from exc
+    pooled = PooledContainer(docker, image, raw)
+    try:
+        await raw.start()
+        pooled.driver = await DriverClient.start(raw)
+    except BaseException as exc:
+        pooled.move_to(State.BROKEN, f"start failed: {exc!r}")
+        await asyncio.shield(pooled.remove())
+        if isinstance(exc, aiodocker.DockerError):
+            raise ContainerDied(f"container did not start: {exc.message}", container_id=raw.id, image=image) from exc
+        raise
+    return pooled

@@ -1,0 +1,96 @@
+"""Which process owns a container, and reaping the containers of owners that are gone.
+
+Every container the pool makes is labelled with its owner: host, boot id, pid and the pid's start
+time (so a recycled pid is not mistaken for the owner). A run killed with SIGKILL cannot clean up;
+the next pool start on the same host finds its containers by label and removes them.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiodocker
+import structlog
+
+log = structlog.get_logger(__name__)
+
+MANAGED = "intercode.managed"
+OWNER = "intercode.owner"
+RUN = "intercode.run"
+IMAGE = "intercode.pool-image"
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    host: str
+    boot_id: str
+    pid: int
+    start_time: str
+
+    @classmethod
+    def me(cls) -> Owner:
+        return cls(socket.gethostname(), _boot_id(), os.getpid(), _start_time(os.getpid()) or "?")
+
+    @classmethod
+    def parse(cls, label: str) -> Owner | None:
+        parts = label.rsplit(":", 3)
+        if len(parts) != 4 or not parts[2].isdigit():
+            return None
+        return cls(parts[0], parts[1], int(parts[2]), parts[3])
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.boot_id}:{self.pid}:{self.start_time}"
+
+    def is_alive(self) -> bool:
+        """False only when we can be sure: same host, and the process is gone or was reborn."""
+        if self.host != socket.gethostname():
+            return True
+        if self.boot_id != _boot_id():
+            return False
+        return _start_time(self.pid) == self.start_time
+
+
+def labels_for(owner: Owner, run_id: str, image: str) -> dict[str, str]:
+    return {MANAGED: "1", OWNER: str(owner), RUN: run_id, IMAGE: image}
+
+
+async def reap_orphans(docker: aiodocker.Docker) -> int:
+    """Remove every managed container whose owner process no longer exists. Returns the count."""
+    found = await docker.containers.list(all=True, filters={"label": [MANAGED]})
+    reaped = 0
+    for container in found:
+        owner = Owner.parse(container["Labels"].get(OWNER, ""))
+        if owner is not None and owner.is_alive():
+            continue
+        await remove_quietly(docker, container.id)
+        reaped += 1
+    if reaped:
+        log.info("pool.reaped_orphans", count=reaped)
+    return reaped
+
+
+async def remove_quietly(docker: aiodocker.Docker, container_id: str) -> None:
+    """Force-remove; a container that is already gone is not an error."""
+    try:
+        await docker.containers.container(container_id).delete(force=True, v=True)
+    except aiodocker.DockerError as exc:
+        if exc.status not in (404, 409):  # 409: removal already in progress
+            raise
+
+
+def _boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return "unknown"
+
+
+def _start_time(pid: int) -> str | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat[stat.rfind(")") + 2:].split()[19]  # field 22: start time in clock ticks since boot

@@ -1,0 +1,84 @@
+"""The leased container as its holder sees it: actions in, results out, valid only during the lease."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from orchestrator.errors import SandboxError
+from orchestrator.pool.config import ActionLimits
+from orchestrator.pool.driver import DriverClient, ExecResult
+
+if TYPE_CHECKING:
+    from orchestrator.pool.container import PooledContainer
+
+
+class Sandbox:
+    """One container for the length of a lease.
+
+    `run` executes an action the original InterCode way: a fresh `bash -c` in the tracked working
+    directory, where an action starting with `cd` moves that directory. `session` runs it in one
+    persistent shell instead. `exec` is the raw call: an argv, a cwd, the limits.
+    """
+
+    def __init__(self, member: PooledContainer, limits: ActionLimits) -> None:
+        self._member = member
+        self.limits = limits
+        self.cwd = "/"
+        self._closed = False
+
+    @property
+    def image(self) -> str:
+        return self._member.image
+
+    @property
+    def container_id(self) -> str:
+        return self._member.id
+
+    def _driver(self) -> DriverClient:
+        if self._closed:
+            raise SandboxError("sandbox used after its lease ended", container_id=self.container_id)
+        assert self._member.driver is not None
+        return self._member.driver
+
+    async def exec(self, argv: list[str], *, cwd: str | None = None, timeout: float | None = None,
+                   cap: int | None = None, env: dict[str, str] | None = None) -> ExecResult:
+        return await self._driver().exec(argv, cwd=cwd or self.cwd, timeout=timeout or self.limits.timeout,
+                                         cap=cap or self.limits.output_cap, flood=self.limits.flood, env=env)
+
+    async def run(self, action: str, *, shell: str = "/bin/bash", timeout: float | None = None,
+                  cap: int | None = None) -> ExecResult:
+        action = action.strip()
+        if action.startswith("cd"):
+            new_dir = simplify_path(self.cwd, action[2:].strip())
+            result = await self.exec([shell, "-c", f"cd {new_dir}"], cwd="/", timeout=timeout, cap=cap)
+            if result.ok:
+                self.cwd = new_dir
+            return result
+        return await self.exec([shell, "-c", action], timeout=timeout, cap=cap)
+
+    async def session(self, action: str, *, timeout: float | None = None, cap: int | None = None) -> ExecResult:
+        result = await self._driver().session(action, timeout=timeout or self.limits.timeout,
+                                              cap=cap or self.limits.output_cap)
+        if result.cwd:
+            self.cwd = result.cwd
+        return result
+
+    def close(self) -> None:
+        self._closed = True
+
+
+def simplify_path(current: str, changed: str) -> str:
+    """Resolve a `cd` argument against the working directory, as the original harness did:
+    purely textually (no symlinks, no `~`), `..` stopping at the root, empty meaning stay."""
+    if not changed:
+        return current
+    if changed.startswith("/"):
+        current = ""
+    parts: list[str] = []
+    for segment in f"{current}/{changed}".split("/"):
+        if segment == "..":
+            if parts:
+                parts.pop()
+        elif segment and segment != ".":
+            parts.append(segment)
+    return "/" + "/".join(parts)

@@ -1,0 +1,70 @@
+"""Shared fixtures. Tests talk to the real Docker engine: no mocks of Docker anywhere."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import aiodocker
+import pytest
+
+from orchestrator.pool import ImagePoolConfig, Pool, docker_client
+from orchestrator.pool.ownership import RUN
+
+PROJECT = Path(__file__).resolve().parent.parent
+FS1 = "intercode/nl2bash-fs1"
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    path = Path(os.environ.get("INTERCODE_DATA_DIR") or PROJECT.parent / "shared" / "intercode-data")
+    if not (path / "README.md").is_file():
+        message = f"benchmark data dir {path} is missing: set INTERCODE_DATA_DIR"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
+@pytest.fixture(scope="session")
+async def docker() -> AsyncIterator[aiodocker.Docker]:
+    async with docker_client() as client:
+        yield client
+
+
+async def require_image(docker: aiodocker.Docker, image: str) -> str:
+    try:
+        await docker.images.inspect(image)
+    except aiodocker.DockerError:
+        pytest.fail(f"image {image} is missing: run `python -m orchestrator images build {image.split('/')[-1]}`")
+    return image
+
+
+@pytest.fixture
+async def fs1_image(docker: aiodocker.Docker) -> str:
+    return await require_image(docker, FS1)
+
+
+async def containers_of_run(docker: aiodocker.Docker, run_id: str) -> list[Any]:
+    return await docker.containers.list(all=True, filters={"label": [f"{RUN}={run_id}"]})
+
+
+@pytest.fixture
+def make_pool(docker: aiodocker.Docker) -> Callable[..., Any]:
+    """`async with make_pool({image: config}) as pool` — and afterwards none of its containers exist."""
+
+    @asynccontextmanager
+    async def factory(images: dict[str, ImagePoolConfig], **kwargs: Any) -> AsyncIterator[Pool]:
+        run_id = f"test-{uuid.uuid4().hex[:8]}"
+        try:
+            async with Pool(docker, images, run_id=run_id, **kwargs) as pool:
+                yield pool
+        finally:
+            left = await containers_of_run(docker, run_id)
+            assert not left, f"pool left {len(left)} containers behind"
+
+    return factory

@@ -1,0 +1,75 @@
+"""Hostile actions are contained by a timeout or a cap, and the pool recovers afterwards."""
+
+from __future__ import annotations
+
+import pytest
+
+from orchestrator.errors import DriverLost
+from orchestrator.pool import ActionLimits, ImagePoolConfig
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+ALIVE = r"for p in /proc/[0-9]*; do tr '\0' ' ' < $p/cmdline; echo; done"
+
+
+async def assert_recovered(pool, image, previous: str | None = None) -> None:
+    async with pool.lease(image) as sandbox:
+        result = await sandbox.run("ls /testbed | wc -l; echo ok", timeout=5)
+        assert result.exit_code == 0 and result.output.split() == ["17", "ok"], result.output
+        procs = await sandbox.run(ALIVE)
+        assert "sleep 1000" not in procs.output and ":" not in procs.output.split()
+
+
+@pytest.fixture
+async def pool(make_pool, fs1_image):
+    async with make_pool({fs1_image: ImagePoolConfig(min_idle=1, max_size=1)},
+                         limits=ActionLimits(timeout=3, output_cap=64 * 1024)) as pool:
+        yield pool
+
+
+async def test_sleep_is_killed_at_the_timeout(pool, fs1_image):
+    async with pool.lease(fs1_image) as sandbox:
+        result = await sandbox.run("echo before; sleep 1000; echo after", timeout=1)
+        assert result.timed_out and not result.ok
+        assert result.output.startswith("before") and "after" not in result.output
+        assert result.elapsed < 2.5
+        assert "sleep 1000" not in (await sandbox.run(ALIVE)).output, "the whole process group is killed"
+    await assert_recovered(pool, fs1_image)
+
+
+async def test_yes_flood_is_capped(pool, fs1_image):
+    async with pool.lease(fs1_image) as sandbox:
+        result = await sandbox.run("yes")
+        assert result.flooded and not result.ok
+        assert result.omitted > 0
+        assert f"[output truncated: {result.omitted} bytes omitted]" in result.output
+        assert len(result.output.encode()) < 64 * 1024 + 100
+        assert result.elapsed < 3, "a flood is stopped before the timeout"
+        capped = await sandbox.run("seq 1 100000", cap=1000)
+        assert capped.exit_code == 0 and capped.output.startswith("1\n2\n") and capped.omitted == len(
+            "".join(f"{i}\n" for i in range(1, 100001))) - 1000
+    await assert_recovered(pool, fs1_image)
+
+
+async def test_fork_bomb_is_contained(pool, fs1_image):
+    async with pool.lease(fs1_image) as sandbox:
+        result = await sandbox.run(":(){ :|:& };:", timeout=3)
+        assert not result.ok or result.output
+    await assert_recovered(pool, fs1_image)
+
+
+async def test_rm_rf_testbed_is_restored(pool, fs1_image):
+    async with pool.lease(fs1_image) as sandbox:
+        assert (await sandbox.run("rm -rf /testbed && ls /")).exit_code == 0
+        assert (await sandbox.run("ls /testbed")).exit_code != 0
+    await assert_recovered(pool, fs1_image)
+
+
+async def test_a_dead_driver_breaks_only_that_container(pool, fs1_image):
+    with pytest.raises(DriverLost, match="driver"):
+        async with pool.lease(fs1_image) as sandbox:
+            victim = sandbox.container_id
+            await sandbox.run("kill -9 $PPID")
+    async with pool.lease(fs1_image) as sandbox:
+        assert sandbox.container_id != victim
+        assert (await sandbox.run("echo fine")).output == "fine\n"

@@ -1,0 +1,90 @@
+"""No container outlives its owner: normal exit, exception, SIGINT, SIGTERM, SIGKILL."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+
+import pytest
+
+from orchestrator.pool import ImagePoolConfig, Pool
+from orchestrator.pool.ownership import MANAGED, OWNER, Owner
+from tests.conftest import PROJECT, containers_of_run
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+HOLDER = """
+import asyncio, sys
+from orchestrator.pool import Pool, ImagePoolConfig, docker_client
+async def main():
+    async with docker_client() as docker:
+        async with Pool(docker, {sys.argv[1]: ImagePoolConfig(min_idle=3, max_size=3)}, run_id=sys.argv[2]) as pool:
+            await pool.wait_idle(sys.argv[1], 3)
+            async with pool.lease(sys.argv[1]) as sandbox:
+                await sandbox.run("touch /testbed/x")
+                print("holding", flush=True)
+                await asyncio.sleep(600)
+asyncio.run(main())
+"""
+
+
+async def start_holder(*argv: str) -> asyncio.subprocess.Process:
+    proc = await asyncio.create_subprocess_exec(sys.executable, *argv, cwd=PROJECT, stdout=asyncio.subprocess.PIPE,
+                                                stderr=asyncio.subprocess.PIPE)
+    assert proc.stdout is not None
+    async with asyncio.timeout(120):
+        while b"holding" not in (line := await proc.stdout.readline()):
+            if not line:
+                raise AssertionError((await proc.stderr.read()).decode())  # type: ignore[union-attr]
+    return proc
+
+
+async def owned_by(docker, pid: int) -> list:
+    found = await docker.containers.list(all=True, filters={"label": [MANAGED]})
+    return [c for c in found if (o := Owner.parse(c["Labels"].get(OWNER, ""))) and o.pid == pid]
+
+
+async def test_sigkilled_owner_is_reaped_by_the_next_pool(docker, fs1_image):
+    run_id = f"test-kill-{os.getpid()}"
+    proc = await start_holder("-c", HOLDER, fs1_image, run_id)
+    assert len(await containers_of_run(docker, run_id)) == 3
+    proc.kill()
+    await proc.wait()
+    assert len(await containers_of_run(docker, run_id)) == 3, "SIGKILL leaves them; the next start reaps them"
+    async with Pool(docker, {}) as _:
+        assert await containers_of_run(docker, run_id) == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+async def test_signal_removes_every_container(docker, fs1_image, sig):
+    proc = await start_holder("-m", "orchestrator", "pool", "demo", "--size", "2", "--episodes", "2", "--hold", "600")
+    assert len(await owned_by(docker, proc.pid)) == 2
+    proc.send_signal(sig)
+    _, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 130, err.decode()
+    assert "Traceback" not in err.decode()
+    assert await owned_by(docker, proc.pid) == []
+
+
+async def test_exception_inside_a_lease_removes_every_container(docker, fs1_image):
+    run_id = f"test-exc-{os.getpid()}"
+    with pytest.raises(ZeroDivisionError):
+        async with Pool(docker, {fs1_image: ImagePoolConfig(min_idle=2, max_size=2)}, run_id=run_id) as pool:
+            async with pool.lease(fs1_image) as sandbox:
+                await sandbox.run("true")
+                1 / 0
+    assert await containers_of_run(docker, run_id) == []
+
+
+async def test_cancelled_while_waiting_for_a_container(make_pool, fs1_image):
+    async with make_pool({fs1_image: ImagePoolConfig(min_idle=0, max_size=1)}) as pool:
+        async with pool.lease(fs1_image):
+            waiter = asyncio.create_task(pool.lease(fs1_image).__aenter__())
+            await asyncio.sleep(0.05)
+            waiter.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiter
+        async with pool.lease(fs1_image) as sandbox:  # the slot was not lost
+            assert (await sandbox.run("echo hi")).output == "hi\n"

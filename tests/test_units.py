@@ -1,0 +1,50 @@
+"""Pure functions and state rules, no engine needed."""
+
+from __future__ import annotations
+
+import pytest
+
+from orchestrator.pool.container import TRANSITIONS, IllegalTransition, PooledContainer, State
+from orchestrator.pool.ownership import Owner
+from orchestrator.pool.sandbox import simplify_path
+
+
+@pytest.mark.parametrize(("current", "arg", "expected"), [
+    ("/", "testbed", "/testbed"),
+    ("/testbed", "..", "/"),
+    ("/testbed", "../..", "/"),
+    ("/testbed", "dir1/./subdir1", "/testbed/dir1/subdir1"),
+    ("/testbed/dir1", "/tmp", "/tmp"),
+    ("/testbed", "", "/testbed"),
+    ("/a/b", "../c/", "/a/c"),
+])
+def test_cd_is_resolved_like_the_original(current, arg, expected):
+    assert simplify_path(current, arg) == expected
+
+
+class FakeRaw:
+    id = "0123456789abcdef"
+
+
+def test_only_declared_transitions_are_allowed():
+    member = PooledContainer(None, "img", FakeRaw())  # type: ignore[arg-type]
+    member.move_to(State.IDLE)
+    member.move_to(State.LEASED)
+    assert member.uses == 1
+    with pytest.raises(IllegalTransition):
+        member.move_to(State.IDLE)  # a used container must be reset first
+    member.move_to(State.RESETTING)
+    member.move_to(State.BROKEN, "test")
+    assert member.broken_reason == "test"
+    with pytest.raises(IllegalTransition):
+        member.move_to(State.IDLE)
+    assert all(State.BROKEN in TRANSITIONS[s] for s in State if s not in (State.BROKEN, State.REMOVED))
+
+
+def test_owner_round_trips_and_knows_it_is_alive():
+    me = Owner.me()
+    assert Owner.parse(str(me)) == me
+    assert me.is_alive()
+    assert not Owner(me.host, me.boot_id, me.pid, "0").is_alive()
+    assert not Owner(me.host, "another-boot", me.pid, me.start_time).is_alive()
+    assert Owner("some-other-host", me.boot_id, 1, "0").is_alive(), "never reap what we can't check"
