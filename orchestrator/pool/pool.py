@@ -171,8 +171,8 @@ class ImagePool:
         """Files the reset can't restore (outside its roots) changed: the container is tainted."""
         assert member.driver is not None
         roots = member.driver.roots
-        changes = await self.docker._query_json(f"containers/{member.id}/changes")  # noqa: SLF001
-        tainted = [c["Path"] for c in changes or [] if not _restorable(c["Path"], roots)]
+        changed = await member.changed_paths(prune=tuple(roots)) - member.initial_changes
+        tainted = sorted(path for path in changed if not _restorable(path, roots))
         if tainted:
             raise ChangedSystem(f"{len(tainted)} system paths changed, e.g. {tainted[0]}")
 
