@@ -15,7 +15,8 @@ from collections.abc import Awaitable, Callable
 
 import aiodocker
 
-from orchestrator.pool import ImagePoolConfig, Pool, docker_client
+from orchestrator.engine import engine
+from orchestrator.pool import ImagePoolConfig, Pool
 from orchestrator.pool.container import create_container
 from orchestrator.pool.ownership import Owner, labels_for
 
@@ -82,7 +83,7 @@ async def sustained(pool: Pool, concurrency: int, seconds: float) -> float:
 
 
 async def main(args: argparse.Namespace) -> None:
-    async with docker_client() as docker:
+    async with engine() as docker:
         async with Pool(docker, {IMAGE: ImagePoolConfig(min_idle=4, max_size=32, max_uses=10_000)}) as pool:
             await pool.wait_idle(IMAGE, 4)
             print(f"pool benchmark on {IMAGE}")

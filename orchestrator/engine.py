@@ -1,8 +1,8 @@
 """The connection to the Docker engine, checked once and translated into our errors.
 
-aiodocker finds the engine itself (DOCKER_HOST, the Docker context, then the usual sockets). This
-module only adds a ping, so that a missing engine fails at start with one clear line instead of
-deep inside the first build or container creation.
+One client serves builds, the pool and the drivers. Each driver holds an upgraded HTTP connection
+for its container's whole life, so the connector has no connection limit (aiohttp's default of
+100 would stall a pool of more than 100 containers).
 """
 
 from __future__ import annotations
@@ -18,38 +18,31 @@ import aiohttp
 from orchestrator.errors import EngineUnavailable
 
 PING_TIMEOUT = 10.0  # seconds; a healthy engine answers in milliseconds
+DEFAULT_HOST = "unix:///var/run/docker.sock"
 
 
-async def connect() -> aiodocker.Docker:
-    """A client for the engine, pinged; the caller closes it (or use `engine()`)."""
-    where = os.environ.get("DOCKER_HOST") or "the default socket"
-    try:
-        docker = aiodocker.Docker()
-    except ValueError as exc:  # aiodocker found no socket and no DOCKER_HOST
-        raise _unavailable(where, exc) from exc
-    try:
-        async with asyncio.timeout(PING_TIMEOUT):
-            await docker.version()
-    except (aiohttp.ClientError, OSError, aiodocker.DockerError, TimeoutError) as exc:
-        await docker.close()
-        raise _unavailable(where, exc) from exc
-    except BaseException:
-        await docker.close()
-        raise
-    return docker
+def _client(host: str) -> tuple[aiodocker.Docker, aiohttp.BaseConnector]:
+    if host.startswith("unix://"):
+        connector: aiohttp.BaseConnector = aiohttp.UnixConnector(host[len("unix://"):], limit=0)
+        return aiodocker.Docker(url="unix://localhost", connector=connector), connector
+    connector = aiohttp.TCPConnector(limit=0)
+    return aiodocker.Docker(url=host, connector=connector), connector
 
 
 @asynccontextmanager
 async def engine() -> AsyncIterator[aiodocker.Docker]:
-    """`async with engine() as docker:` — connect, and always close."""
-    docker = await connect()
+    """`async with engine() as docker:` — the engine at DOCKER_HOST or the default socket, pinged."""
+    host = os.environ.get("DOCKER_HOST") or DEFAULT_HOST
+    docker, connector = _client(host)
     try:
+        try:
+            async with asyncio.timeout(PING_TIMEOUT):
+                await docker.version()
+        except (aiohttp.ClientError, OSError, aiodocker.DockerError, TimeoutError) as exc:
+            reason = str(exc) or type(exc).__name__
+            raise EngineUnavailable(f"no Docker engine answers at {host} ({reason}): "
+                                    "run scripts/ensure-engine.sh or set DOCKER_HOST") from exc
         yield docker
     finally:
         await docker.close()
-
-
-def _unavailable(where: str, exc: BaseException) -> EngineUnavailable:
-    reason = str(exc) or type(exc).__name__
-    return EngineUnavailable(
-        f"no Docker engine answers at {where} ({reason}): run scripts/ensure-engine.sh or set DOCKER_HOST")
+        await connector.close()

@@ -12,7 +12,8 @@ from typing import Any
 import aiodocker
 import pytest
 
-from orchestrator.pool import ImagePoolConfig, Pool, docker_client
+from orchestrator.engine import engine
+from orchestrator.pool import ImagePoolConfig, Pool
 from orchestrator.pool.ownership import RUN
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -32,7 +33,7 @@ def data_dir() -> Path:
 
 @pytest.fixture(scope="session")
 async def docker() -> AsyncIterator[aiodocker.Docker]:
-    async with docker_client() as client:
+    async with engine() as client:
         yield client
 
 

@@ -17,9 +17,10 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 HOLDER = """
 import asyncio, sys
-from orchestrator.pool import Pool, ImagePoolConfig, docker_client
+from orchestrator.pool import Pool, ImagePoolConfig
+from orchestrator.engine import engine
 async def main():
-    async with docker_client() as docker:
+    async with engine() as docker:
         async with Pool(docker, {sys.argv[1]: ImagePoolConfig(min_idle=3, max_size=3)}, run_id=sys.argv[2]) as pool:
             await pool.wait_idle(sys.argv[1], 3)
             async with pool.lease(sys.argv[1]) as sandbox:

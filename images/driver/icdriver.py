@@ -270,25 +270,30 @@ def load_json(path, default):
 
 def kill_strays(keep):
     """SIGKILL every process but this driver and those in `keep` ((pid, start time) pairs of the
-    container's own processes, taken when the driver started), until none is left."""
+    container's own processes, taken when the driver started), until none is left, zombies
+    included: a zombie still holds its pid, and a fork bomb's zombies would exhaust the pids limit
+    for the next episode. Raises when they won't go, so that the pool replaces the container."""
     me, killed = os.getpid(), set()
-    for _ in range(200):
-        victims = [pid for pid, start in list_procs() if pid != me and (pid, start) not in keep]
-        if not victims:
-            break
-        for pid in victims:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed.add(pid)
-            except ProcessLookupError:
-                pass
+    for _ in range(400):
+        strays = [(pid, zombie) for pid, start, zombie in list_procs(zombies=True)
+                  if pid != me and (pid, start) not in keep]
+        if not strays:
+            return len(killed)
+        for pid, zombie in strays:
+            if not zombie:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    killed.add(pid)
+                except ProcessLookupError:
+                    pass
         reap_children()
         time.sleep(0.005)
-    return len(killed)
+    raise RuntimeError("%d processes survived the reset" % len(strays))
 
 
-def list_procs():
-    """(pid, start time) of every live process; the start time tells a reused pid apart."""
+def list_procs(zombies=False):
+    """(pid, start time) of every live process, or (pid, start time, is_zombie) of every process.
+    The start time tells a reused pid apart."""
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
@@ -297,7 +302,9 @@ def list_procs():
             except OSError:
                 continue
             fields = data[data.rfind(b")") + 2:].split()
-            if fields[0] != b"Z":
+            if zombies:
+                yield int(entry), fields[19], fields[0] == b"Z"
+            elif fields[0] != b"Z":
                 yield int(entry), fields[19]
 
 

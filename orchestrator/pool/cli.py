@@ -7,7 +7,7 @@ import asyncio
 import statistics
 import time
 
-from orchestrator.pool.client import docker_client
+from orchestrator.engine import engine
 from orchestrator.pool.config import ImagePoolConfig
 from orchestrator.pool.ownership import MANAGED, OWNER, RUN, reap_orphans
 from orchestrator.pool.pool import Pool
@@ -31,7 +31,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 async def _demo(args: argparse.Namespace) -> int:
-    async with docker_client() as docker:
+    async with engine() as docker:
         config = ImagePoolConfig(min_idle=args.size, max_size=args.size)
         async with Pool(docker, {args.image: config}) as pool:
             start = time.perf_counter()
@@ -61,7 +61,7 @@ async def _episode(pool: Pool, image: str, n: int) -> tuple[float, list[float]]:
 
 
 async def _status(args: argparse.Namespace) -> int:
-    async with docker_client() as docker:
+    async with engine() as docker:
         found = await docker.containers.list(all=True, filters={"label": [MANAGED]})
         for c in found:
             print(f"{c.id[:12]}  run={c['Labels'].get(RUN)}  owner={c['Labels'].get(OWNER)}  {c['State']}")
@@ -70,6 +70,6 @@ async def _status(args: argparse.Namespace) -> int:
 
 
 async def _reap(args: argparse.Namespace) -> int:
-    async with docker_client() as docker:
+    async with engine() as docker:
         print(f"removed {await reap_orphans(docker)} orphaned containers")
     return 0

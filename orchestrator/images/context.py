@@ -1,0 +1,136 @@
+"""Build contexts: which files go in, their content hash, and the tar sent to the engine.
+
+Everything here is synchronous file work; callers run it in a thread. Modes are normalised the way
+a git checkout would give them (0644, or 0755 when executable; directories 0755) and owners are
+root, so the data directory's own permissions (often read-only) never leak into an image and never
+change a hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import tarfile
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from orchestrator.errors import ImageError
+from orchestrator.images.specs import DRIVER, IMAGES_DIR, ImageSpec
+from orchestrator.settings import data_path
+
+HASH_SCHEME = "intercode-context-v1"  # bump when the hash's inputs change meaning
+
+
+@dataclass(frozen=True)
+class Entry:
+    arcname: str
+    source: Path | None  # None for a directory that exists only in the context
+    kind: str  # "file", "dir" or "link"
+    mode: int
+
+
+def collect(spec: ImageSpec, data_dir: Path) -> list[Entry]:
+    """Every entry of the spec's context, sorted; raises DataDirError for missing data."""
+    entries = [_entry("Dockerfile", _project_file(spec.dockerfile)), _entry("driver/icdriver.py", DRIVER),
+               Entry("data", None, "dir", 0o755)]
+    entries += [_entry(rel, _project_file(rel)) for rel in spec.files]
+    for arcname, relative in spec.data.items():
+        entries += _walk(f"data/{arcname}", data_path(data_dir, relative), set(spec.exclude))
+    return sorted(entries, key=lambda e: e.arcname)
+
+
+def inputs_hash(entries: list[Entry], buildargs: Mapping[str, str], parent_id: str) -> str:
+    """sha256 over the context (paths, kinds, modes, contents), the build args and the parent image."""
+    digest = hashlib.sha256(HASH_SCHEME.encode())
+    for entry in entries:
+        digest.update(f"\0{entry.arcname}\0{entry.kind}\0{entry.mode:o}\0".encode())
+        if entry.kind == "file":
+            assert entry.source is not None
+            with entry.source.open("rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    digest.update(chunk)
+        elif entry.kind == "link":
+            digest.update(_link_target(entry).encode())
+    digest.update(json.dumps(sorted(buildargs.items())).encode())
+    digest.update(parent_id.encode())
+    return digest.hexdigest()
+
+
+def write_tar(entries: list[Entry]) -> IO[bytes]:
+    """An uncompressed tar of the context in an anonymous temporary file, rewound."""
+    out = tempfile.TemporaryFile(prefix="intercode-context-")  # noqa: SIM115 - the caller closes it
+    try:
+        with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            for entry in entries:
+                _add(tar, entry)
+        out.seek(0)
+        return out
+    except BaseException:
+        out.close()
+        raise
+
+
+def _add(tar: tarfile.TarFile, entry: Entry) -> None:
+    info = tarfile.TarInfo(entry.arcname)
+    info.mode, info.uid, info.gid, info.uname, info.gname = entry.mode, 0, 0, "root", "root"
+    if entry.source is not None:
+        info.mtime = int(entry.source.lstat().st_mtime)
+    if entry.kind == "dir":
+        info.type = tarfile.DIRTYPE
+        tar.addfile(info)
+    elif entry.kind == "link":
+        info.type, info.linkname = tarfile.SYMTYPE, _link_target(entry)
+        tar.addfile(info)
+    else:
+        assert entry.source is not None
+        with entry.source.open("rb") as fh:
+            info.size = os.fstat(fh.fileno()).st_size
+            tar.addfile(info, fh)
+
+
+def _link_target(entry: Entry) -> str:
+    assert entry.source is not None
+    return os.readlink(entry.source)
+
+
+def _project_file(relative: str) -> Path:
+    path = IMAGES_DIR / relative
+    if not path.is_file():  # a broken checkout, not a user mistake about data
+        raise ImageError(f"{path} is missing from the project's images/ directory")
+    return path
+
+
+def _entry(arcname: str, path: Path) -> Entry:
+    st = path.lstat()
+    if stat.S_ISLNK(st.st_mode):
+        return Entry(arcname, path, "link", 0o777)
+    if stat.S_ISDIR(st.st_mode):
+        return Entry(arcname, path, "dir", 0o755)
+    if not stat.S_ISREG(st.st_mode):
+        raise ImageError(f"{path}: only regular files, directories and symlinks can go into an image")
+    return Entry(arcname, path, "file", 0o755 if st.st_mode & 0o111 else 0o644)
+
+
+def _walk(arcname: str, path: Path, exclude: set[str]) -> list[Entry]:
+    """The entry for path and, for a directory, everything under it except excluded names."""
+    entry = _entry(arcname, path)
+    if entry.kind != "dir":
+        return [entry]
+    found = [entry]
+    for child in sorted(path.iterdir()):
+        if child.name not in exclude:
+            found += _walk(f"{arcname}/{child.name}", child, exclude)
+    return found
+
+
+def describe(entries: list[Entry]) -> str:
+    """'12 files, 3.4 MB' — for progress lines."""
+    files = [e for e in entries if e.kind == "file"]
+    size = sum(e.source.stat().st_size for e in files if e.source is not None)
+    return f"{len(files)} files, {size / 1e6:.1f} MB"
+

@@ -1,0 +1,112 @@
+"""The engine side of images: look one up, build one with its output streamed as progress lines.
+
+The engine reports a failing step in-band (an `error`/`errorDetail` item, which aiodocker raises as
+DockerStreamError); we turn it into one ImageError line naming the image and the step, after
+passing the last lines of the step's output to the progress callback so the cause is visible.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import IO, Any, NamedTuple
+
+import aiodocker
+import aiohttp
+
+from orchestrator.errors import EngineUnavailable, ImageError
+
+TAIL_LINES = 15  # output lines shown when a step fails
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # the engine colours a step's stderr
+BOOKKEEPING = re.compile(r"^ ---> |^Removing intermediate container |^Successfully (built|tagged) ")
+
+
+class Line(NamedTuple):
+    image: str
+    text: str
+    detail: bool = False  # raw tool output (apt, debootstrap): shown only when verbose
+
+
+Progress = Callable[[Line], None]
+
+
+def no_progress(line: Line) -> None:
+    """The default callback: stay silent."""
+
+
+async def find_image(docker: aiodocker.Docker, ref: str) -> dict[str, Any] | None:
+    """The engine's inspect data for an image, or None when it has no such image."""
+    try:
+        return await docker.images.inspect(ref)
+    except aiodocker.DockerError as exc:
+        if exc.status == 404:
+            return None
+        raise ImageError(f"could not inspect image {ref}: {exc.message}") from exc
+
+
+async def run_build(docker: aiodocker.Docker, image: str, context: IO[bytes], *, tag: str,
+                    labels: Mapping[str, str], buildargs: Mapping[str, str] | None = None,
+                    nocache: bool = False, progress: Progress = no_progress) -> str:
+    """Build `context` (an uncompressed tar) as `tag`; returns the new image ID."""
+    watcher = _Watcher(image, progress)
+    try:
+        stream = docker.images.build(fileobj=context, encoding="identity", tag=tag, labels=dict(labels),
+                                     buildargs=dict(buildargs or {}), nocache=nocache, rm=True,
+                                     forcerm=True, stream=True)
+        async for item in stream:
+            watcher.feed(item)
+    except aiodocker.DockerError as exc:
+        raise watcher.failure(exc.message) from exc
+    except aiohttp.ClientError as exc:
+        raise EngineUnavailable(f"lost the Docker engine while building {image} ({exc}): "
+                                "run scripts/ensure-engine.sh") from exc
+    if watcher.image_id is None:  # engines before API 1.30 report no aux ID; ask by tag
+        watcher.image_id = (await docker.images.inspect(tag))["Id"]
+    return watcher.image_id
+
+
+class _Watcher:
+    """Follows the build stream: current step, recent output, the resulting image ID."""
+
+    def __init__(self, image: str, progress: Progress) -> None:
+        self.image, self.progress = image, progress
+        self.step: str | None = None
+        self.tail: deque[str] = deque(maxlen=TAIL_LINES)
+        self.image_id: str | None = None
+
+    def feed(self, item: dict[str, Any]) -> None:
+        if "error" in item:  # aiodocker normally raises first; kept in case it does not
+            raise self.failure(str(item["error"]))
+        if isinstance(item.get("aux"), dict) and "ID" in item["aux"]:
+            self.image_id = item["aux"]["ID"]
+        for text in ANSI.sub("", str(item.get("stream") or item.get("status") or "")).splitlines():
+            if text.strip():
+                self._line(text.rstrip())
+
+    def _line(self, text: str) -> None:
+        if text.startswith("Step "):
+            self.step = text
+            self.tail.clear()
+            self.progress(Line(self.image, text))
+            return
+        if not BOOKKEEPING.match(text):  # the engine's own lines say nothing about a failure
+            self.tail.append(text)
+        self.progress(Line(self.image, text, detail=True))
+
+    def failure(self, message: str) -> ImageError:
+        for text in self.tail:
+            self.progress(Line(self.image, f"| {text}"))
+        where = f" at {_shorten(self.step, 100)}" if self.step else ""
+        return ImageError(f"building {self.image} failed{where}: {_shorten(_why(message), 200)}")
+
+
+def _why(message: str) -> str:
+    """'The command '/bin/sh -c …' returned a non-zero code: 100' -> 'the command exited with 100'."""
+    found = re.search(r"returned a non-zero code: (\d+)", message)
+    return f"the command exited with {found.group(1)}" if found else " ".join(message.split())
+
+
+def _shorten(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,94 @@
+"""The images this project builds, one spec each, and the order to build them in.
+
+Every image is `intercode/<name>:latest` and ultimately FROM the base image. Build contexts hold
+the Dockerfile at their root, the in-container driver under `driver/`, the listed project files
+under their path relative to `images/`, and the listed data files under `data/` (the `data/`
+directory is always present, possibly empty). Data paths are relative to the data directory and
+listed one by one on purpose: what goes into an image should be readable here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+
+from orchestrator.errors import ImageError
+from orchestrator.settings import PROJECT_ROOT
+
+IMAGES_DIR = PROJECT_ROOT / "images"
+DRIVER = IMAGES_DIR / "driver" / "icdriver.py"
+BASE_IMAGE = "debian:bookworm-slim"
+REPOSITORY = "intercode"
+
+
+def _frozen(mapping: Mapping[str, str] | None = None) -> Mapping[str, str]:
+    return MappingProxyType(dict(mapping or {}))
+
+
+@dataclass(frozen=True)
+class ImageSpec:
+    name: str
+    dockerfile: str  # relative to images/
+    files: tuple[str, ...] = ()  # project files (relative to images/) the Dockerfile COPYs
+    data: Mapping[str, str] = field(default_factory=_frozen)  # context path under data/ -> data-dir path
+    exclude: tuple[str, ...] = ()  # names skipped anywhere inside data directories
+    buildargs: Mapping[str, str] = field(default_factory=_frozen)
+    parent: str | None = None  # the spec this image is FROM; None means BASE_IMAGE
+    workdir: str = "/"  # must match the Dockerfile's WORKDIR; agents start here
+
+    @property
+    def tag(self) -> str:
+        return f"{REPOSITORY}/{self.name}:latest"
+
+    @property
+    def dockerfile_path(self) -> Path:
+        return IMAGES_DIR / self.dockerfile
+
+
+COMMIT_ROOT = "common/commit-root.sh"
+
+_NL2BASH_FS = {1: "nl2bash/fs/fs_1.tar", 2: "nl2bash/fs/fs_2.tar", 3: "nl2bash/fs/fs_3.tar",
+               4: None}  # file system 4 adds nothing to the base
+
+SPECS: tuple[ImageSpec, ...] = (
+    ImageSpec("nl2bash-base", "nl2bash-base/Dockerfile", files=(COMMIT_ROOT,)),
+    *(ImageSpec(f"nl2bash-fs{n}", "nl2bash/Dockerfile", parent="nl2bash-base",
+                data=_frozen({f"fs_{n}.tar": tar} if tar else {}), buildargs=_frozen({"FS": str(n)}))
+      for n, tar in _NL2BASH_FS.items()),
+    ImageSpec("bash", "bash/Dockerfile", files=(COMMIT_ROOT,),
+              data=_frozen({"test_queries_fs.tar": "nl2bash/fs/test_queries_fs.tar"})),
+    ImageSpec("python", "python/Dockerfile"),
+    ImageSpec("ctf", "ctf/Dockerfile", files=(COMMIT_ROOT,), data=_frozen({"ctf": "ctf/task_assets"}),
+              exclude=("solution",), workdir="/ctf"),
+    ImageSpec("sql", "sql/Dockerfile", files=("sql/intercode.cnf", "sql/load-data.sh"),
+              data=_frozen({"spider.sql": "sql/spider/ic_spider_dbs.sql",
+                            "wikisql.sql": "sql/wikisql/ic_wikisql_dev.sql"})),
+)
+BY_NAME: Mapping[str, ImageSpec] = MappingProxyType({spec.name: spec for spec in SPECS})
+
+
+def get(name: str) -> ImageSpec:
+    """The spec for a name; `intercode/<name>[:latest]` is accepted too."""
+    short = name.removeprefix(f"{REPOSITORY}/").removesuffix(":latest")
+    try:
+        return BY_NAME[short]
+    except KeyError:
+        raise ImageError(f"unknown image {name!r}; known images: {', '.join(BY_NAME)}") from None
+
+
+def in_build_order(names: Iterable[str] | None = None) -> list[ImageSpec]:
+    """The named specs (all when None) plus their parents, parents first."""
+    ordered: list[ImageSpec] = []
+
+    def visit(spec: ImageSpec) -> None:
+        if spec in ordered:
+            return
+        if spec.parent is not None:
+            visit(BY_NAME[spec.parent])
+        ordered.append(spec)
+
+    for name in (list(BY_NAME) if names is None else names):
+        visit(get(name))
+    return ordered

@@ -1,0 +1,49 @@
+"""The command line: its help, and one clear line with a non-zero exit for every bad input."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import PROJECT
+
+
+def run(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "orchestrator", *argv], cwd=PROJECT, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, **(env or {})})
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    for needle in needles:
+        assert needle in lines[0]
+
+
+def test_help_lists_the_commands():
+    result = run("--help")
+    assert result.returncode == 0
+    for command in ("images", "pool"):
+        assert command in result.stdout
+
+
+def test_unknown_image_name():
+    assert_one_line_error(run("images", "build", "no-such-image"), "unknown image", "nl2bash-fs1")
+
+
+def test_missing_data_dir(tmp_path):
+    assert_one_line_error(run("images", "build", "--data-dir", str(tmp_path / "nothing")), "--data-dir")
+
+
+def test_engine_that_cannot_be_reached(tmp_path):
+    result = run("pool", "status", env={"DOCKER_HOST": f"unix://{tmp_path}/none.sock"})
+    assert_one_line_error(result, "no Docker engine", "ensure-engine.sh")
+
+
+@pytest.mark.docker
+def test_image_not_built_for_the_pool():
+    assert_one_line_error(run("pool", "demo", "--image", "intercode/never-built", "--size", "1"), "images build")
