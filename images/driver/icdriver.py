@@ -161,28 +161,6 @@ def drain(fd, capture):
         capture.add(chunk)
 
 
-def op_exec(req):
-    argv, cwd = req["argv"], req.get("cwd") or "/"
-    timeout, capture = float(req.get("timeout", 10)), Capture(int(req.get("cap", 65536)), int(req.get("flood", 8 << 20)))
-    env = dict(os.environ, **req.get("env", {}))
-    start = time.monotonic()
-    try:
-        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-    except OSError as exc:
-        return {"exit": 127 if isinstance(exc, FileNotFoundError) else 126, "output": "%s: %s\n" % (argv[0], exc.strerror),
-                "omitted": 0, "timed_out": False, "flooded": False, "elapsed": 0.0, "spawned": False}
-    fd = proc.stdout.fileno()
-    outcome = pump(fd, proc, start + timeout, capture)
-    if outcome != "exit":
-        kill_group(proc.pid, proc)
-        drain(fd, capture)
-    proc.stdout.close()
-    code = proc.wait()
-    return {"exit": code, "output": capture.text(), "omitted": capture.omitted, "timed_out": outcome == "timeout",
-            "flooded": outcome == "flood", "elapsed": time.monotonic() - start, "spawned": True}
-
-
 class Session:
     """One persistent bash whose state (cwd, variables, functions) lives across actions."""
 
@@ -224,15 +202,39 @@ class Session:
 class Driver:
     def __init__(self):
         self.session = None
+        self.groups = set()  # process groups this driver started: every action runs in its own
         self.keep = {proc for proc in list_procs() if proc[0] != os.getpid()}
         self.state = load_json(STATE, None)
         # root -> {path: (ino, ctime_ns, type)}, recorded while the files are pristine
         self.baseline = {root: walk(root, {}) for root in self.state["roots"]} if self.state else {}
 
+    def op_exec(self, req):
+        argv, cwd = req["argv"], req.get("cwd") or "/"
+        timeout, capture = float(req.get("timeout", 10)), Capture(int(req.get("cap", 65536)), int(req.get("flood", 8 << 20)))
+        env = dict(os.environ, **req.get("env", {}))
+        start = time.monotonic()
+        try:
+            proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+            self.groups.add(proc.pid)
+        except OSError as exc:
+            return {"exit": 127 if isinstance(exc, FileNotFoundError) else 126, "output": "%s: %s\n" % (argv[0], exc.strerror),
+                    "omitted": 0, "timed_out": False, "flooded": False, "elapsed": 0.0, "spawned": False}
+        fd = proc.stdout.fileno()
+        outcome = pump(fd, proc, start + timeout, capture)
+        if outcome != "exit":
+            kill_group(proc.pid, proc)
+            drain(fd, capture)
+        proc.stdout.close()
+        code = proc.wait()
+        return {"exit": code, "output": capture.text(), "omitted": capture.omitted, "timed_out": outcome == "timeout",
+                "flooded": outcome == "flood", "elapsed": time.monotonic() - start, "spawned": True}
+
     def op_session(self, req):
         restarted = self.session is not None and not self.session.alive()
         if self.session is None or not self.session.alive():
             self.session = Session(req.get("shell", "/bin/bash"))
+            self.groups.add(self.session.proc.pid)
         start = time.monotonic()
         capture = Capture(int(req.get("cap", 65536)), int(req.get("flood", 8 << 20)))
         outcome, code, cwd = self.session.run(req["cmd"], float(req.get("timeout", 10)), capture)
@@ -247,7 +249,8 @@ class Driver:
         if self.session is not None:
             self.session.close()
             self.session = None
-        killed = kill_strays(self.keep)
+        killed = kill_strays(self.keep, self.groups)
+        self.groups.clear()
         restored = removed = 0
         if self.state is not None:
             removed += remove_new_toplevel(self.state["toplevel"])
@@ -268,12 +271,19 @@ def load_json(path, default):
         return default
 
 
-def kill_strays(keep):
+def kill_strays(keep, groups=()):
     """SIGKILL every process but this driver and those in `keep` ((pid, start time) pairs of the
     container's own processes, taken when the driver started), until none is left, zombies
     included: a zombie still holds its pid, and a fork bomb's zombies would exhaust the pids limit
     for the next episode. Raises when they won't go, so that the pool replaces the container."""
     me, killed = os.getpid(), set()
+    # First the groups our actions ran in: killpg is atomic with respect to fork (a parent with a
+    # pending SIGKILL can't fork), so a fork bomb that did not leave its group dies in one call.
+    for pgid in groups:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     for _ in range(400):
         strays = [(pid, zombie) for pid, start, zombie in list_procs(zombies=True)
                   if pid != me and (pid, start) not in keep]
@@ -442,7 +452,7 @@ def serve():
     driver = Driver()
     roots = driver.state["roots"] if driver.state else []
     write_frame(stdout, {"id": 0, "ok": True, "pid": os.getpid(), "version": VERSION, "roots": roots})
-    ops = {"hello": lambda req: {"pid": os.getpid(), "version": VERSION}, "exec": op_exec,
+    ops = {"hello": lambda req: {"pid": os.getpid(), "version": VERSION}, "exec": driver.op_exec,
            "session": driver.op_session, "reset": driver.op_reset}
     while True:
         req = read_frame(stdin)
