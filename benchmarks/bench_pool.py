@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 import aiodocker
 
 from orchestrator.engine import engine
+from orchestrator.logs import configure
 from orchestrator.pool import ImagePoolConfig, Pool
 from orchestrator.pool.container import create_container
 from orchestrator.pool.ownership import Owner, labels_for
@@ -133,6 +134,7 @@ async def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
+    configure(0)
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--n", type=int, default=500, help="samples for lease and action timings")
     parser.add_argument("--n-exec", type=int, default=100, help="samples of docker exec")

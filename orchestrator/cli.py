@@ -15,6 +15,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from orchestrator import logs
 from orchestrator.errors import UserError
 
 Handler = Callable[[argparse.Namespace], Awaitable[int]]
@@ -31,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m orchestrator",
         description="InterCode Orchestrator: run and score LLM coding agents in warm Docker containers.",
     )
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log lines (-vv: debug)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(name).add_parser(sub)
@@ -51,6 +53,7 @@ async def _run_cancellable(handler: Handler, args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    logs.configure(args.verbose)
     handler: Handler = args.handler
     try:
         return asyncio.run(_run_cancellable(handler, args))

@@ -12,11 +12,13 @@ from typing import Any
 import aiodocker
 import pytest
 
+from orchestrator import logs
 from orchestrator.engine import engine
 from orchestrator.pool import ImagePoolConfig, Pool
 from orchestrator.pool.ownership import RUN
 
 PROJECT = Path(__file__).resolve().parent.parent
+logs.configure(int(os.environ.get("INTERCODE_TEST_VERBOSITY", "1")))
 FS1 = "intercode/nl2bash-fs1"
 
 
