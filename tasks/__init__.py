@@ -1,0 +1,11 @@
+"""Tasks: what an episode is asked to do, loaded from the original formats or from our starter set.
+
+    tasks = load_tasks("nl2bash-fs1", data_dir)          # list[Task]
+    tasks = load_tasks("spider", data_dir)
+    tasks = load_tasks("starter-bash")                    # no data dir needed
+"""
+
+from tasks.model import Task
+from tasks.registry import DATASETS, dataset_info, load_tasks
+
+__all__ = ["DATASETS", "Task", "dataset_info", "load_tasks"]

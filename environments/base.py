@@ -1,0 +1,132 @@
+"""The environment interface: one episode slot of one kind, gym-like and async.
+
+    async with make_environment("bash", runtime) as env:
+        observation = await env.reset(task)             # the task's query
+        step = await env.step("ls /testbed")             # StepResult(observation, reward, done, info)
+        reward, info = await env.score()                 # the reward if submitted now; the episode goes on
+        step = await env.step("submit")                  # ends the episode and scores it
+
+`step` returns reward 0 and done=False for ordinary actions (as the original did); `score()` is
+what the paper's "Try Again" runs called after every action. `skip` ends the episode with reward
+0. A kind implements four hooks: `_start`, `_execute`, `_reward` and `_stop`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from orchestrator.errors import OrchestratorError
+
+if TYPE_CHECKING:
+    from environments.runtime import Runtime
+    from tasks import Task
+
+ACTION_EXECUTED = "action_executed"
+
+
+class EpisodeError(OrchestratorError):
+    """The environment was used out of order (step before reset, after done, ...)."""
+
+
+class TaskUnavailable(OrchestratorError):
+    """The task can't run here (its data is missing, or its set-up needs the internet)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult:
+    observation: str
+    reward: float
+    done: bool
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def __iter__(self):  # `obs, reward, done, info = await env.step(a)`, as in gym
+        return iter((self.observation, self.reward, self.done, self.info))
+
+
+class Environment(ABC):
+    """One episode at a time; several instances run side by side, each with its own container."""
+
+    kind: ClassVar[str]
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.task: Task | None = None
+        self.observation: str | None = None
+        self.done = False
+        self.reward: float | None = None
+        self.history: list[tuple[str, str]] = []
+
+    async def __aenter__(self) -> Environment:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def reset(self, task: Task) -> str:
+        """Start an episode of `task` (ending any running one) and return its query."""
+        if task.env != self.kind:
+            raise EpisodeError(f"a {self.kind} environment can't run {task.env} task {task.id}")
+        if reason := task.meta.get("unavailable"):
+            raise TaskUnavailable(f"task {task.id} is unavailable offline: {reason}")
+        await self._end()
+        self.task, self.done, self.reward, self.history = task, False, None, []
+        await self._start(task)
+        self.observation = task.query
+        return task.query
+
+    async def step(self, action: str) -> StepResult:
+        if self.task is None:
+            raise EpisodeError("step() before reset()")
+        if self.done:
+            raise EpisodeError(f"step() after the episode of {self.task.id} ended")
+        word = action.strip().split(maxsplit=1)
+        if word and word[0] == "submit":
+            return await self._submit(word[1] if len(word) > 1 else "")
+        if action.strip() == "skip":
+            self.done, self.reward = True, 0.0
+            return StepResult("skipped", 0.0, True, {ACTION_EXECUTED: True})
+        observation, executed = await self._execute(action)
+        self.observation = observation
+        self.history.append((action, observation))
+        return StepResult(observation, 0.0, False, {ACTION_EXECUTED: executed})
+
+    async def _submit(self, argument: str) -> StepResult:
+        self.history.append((f"submit {argument}".strip(), self.observation or ""))
+        reward, info = await self._reward(argument)
+        self.done, self.reward = True, reward
+        info[ACTION_EXECUTED] = True
+        return StepResult(self.observation or "", reward, True, info)
+
+    async def score(self) -> tuple[float, dict[str, Any]]:
+        """The reward of the current state, as if submitted now, without ending the episode."""
+        if self.task is None:
+            raise EpisodeError("score() before reset()")
+        return await self._reward("")
+
+    async def close(self) -> None:
+        await self._end()
+        self.task = None
+
+    async def _end(self) -> None:
+        if self.task is not None:
+            await self._stop()
+
+    # ---------------------------------------------------------------- hooks for each kind
+
+    @abstractmethod
+    async def _start(self, task: Task) -> None:
+        """Get a pristine place for the episode (lease a container, open a connection)."""
+
+    @abstractmethod
+    async def _execute(self, action: str) -> tuple[str, bool]:
+        """Run one action; return its observation and whether it executed."""
+
+    @abstractmethod
+    async def _reward(self, argument: str) -> tuple[float, dict[str, Any]]:
+        """Score the current state. `argument` is what followed `submit` (a flag, a function name)."""
+
+    @abstractmethod
+    async def _stop(self) -> None:
+        """Give the episode's resources back. Must not fail on cancellation."""

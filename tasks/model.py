@@ -1,0 +1,35 @@
+"""The task value object shared by loaders, environments, agents and the store."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One task of a dataset.
+
+    `index` is the task's position in its original file (what the original's trajectory files
+    key by). `gold` is the reference solution: a command, a query, a function or a flag.
+    `meta` holds what a kind needs besides: the database (`db`), MBPP's `tests` and
+    `test_setup_code`, a CTF task's `tags` or `setup`, Spider's `hardness`.
+    """
+
+    env: str  # "bash" | "sql" | "python" | "ctf"
+    dataset: str  # e.g. "nl2bash-fs1", "spider", "mbpp", "ctf", "starter-bash"
+    index: int
+    query: str
+    gold: str | list[str]
+    image: str
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return f"{self.dataset}/{self.index}"
+
+    @property
+    def gold_text(self) -> str:
+        """The gold as one action: a list of commands is joined with `;`, as the original did."""
+        return self.gold if isinstance(self.gold, str) else ";".join(self.gold)

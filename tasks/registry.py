@@ -1,0 +1,104 @@
+"""The datasets we know, where their files are, and how to read them.
+
+Every loader reads the original format from the data directory (never a copy in the project),
+except the starter sets, which the project ships under tasks/starter/.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from orchestrator.errors import ConfigError, DataDirError
+from orchestrator.settings import HOW_TO_FIX
+from tasks.model import Task
+
+STARTER_DIR = Path(__file__).resolve().parent / "starter"
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetInfo:
+    name: str
+    env: str
+    image: str
+    path: str  # relative to the data dir, or to tasks/starter for starter sets
+    starter: bool = False
+    note: str = ""
+
+
+def _nl2bash(n: int) -> DatasetInfo:
+    return DatasetInfo(f"nl2bash-fs{n}", "bash", f"intercode/nl2bash-fs{n}", f"nl2bash/nl2bash_fs_{n}.json")
+
+
+DATASETS: dict[str, DatasetInfo] = {info.name: info for info in (
+    *(_nl2bash(n) for n in (1, 2, 3, 4)),
+    DatasetInfo("test-queries", "bash", "intercode/bash", "nl2bash/test_queries.json"),
+    DatasetInfo("spider", "sql", "intercode/sql", "sql/spider/ic_spider_dev.json"),
+    DatasetInfo("wikisql", "sql", "intercode/sql", "sql/wikisql/ic_wikisql_dev.json"),
+    DatasetInfo("bird", "sql", "intercode/sql", "sql/bird/ic_bird.json",
+                note="BIRD's databases are not shipped: its tasks load but cannot run"),
+    DatasetInfo("mbpp", "python", "intercode/python", "python/mbpp/ic_mbpp.json"),
+    DatasetInfo("apps", "python", "intercode/python", "python/apps/ic_apps.json",
+                note="APPS is not in the shared data; point --data-dir at a copy in the original format"),
+    DatasetInfo("ctf", "ctf", "intercode/ctf", "ctf/ic_ctf.json"),
+    DatasetInfo("starter-bash", "bash", "intercode/starter", "bash.json", starter=True),
+    DatasetInfo("starter-ctf", "ctf", "intercode/starter", "ctf.json", starter=True),
+    DatasetInfo("starter-python", "python", "intercode/python", "python.json", starter=True),
+    DatasetInfo("starter-sql", "sql", "intercode/sql-starter", "sql.json", starter=True),
+)}
+
+
+def dataset_info(name: str) -> DatasetInfo:
+    try:
+        return DATASETS[name]
+    except KeyError:
+        raise ConfigError(f"unknown dataset {name!r}; known datasets: {', '.join(DATASETS)}") from None
+
+
+def load_tasks(name: str, data_dir: Path | None = None) -> list[Task]:
+    """All tasks of a dataset, in their original order."""
+    info = dataset_info(name)
+    if info.starter:
+        path = STARTER_DIR / info.path
+    else:
+        if data_dir is None:
+            raise DataDirError(f"dataset {name} needs the benchmark data: {HOW_TO_FIX}")
+        path = data_dir / info.path
+        if not path.is_file():
+            extra = f" ({info.note})" if info.note else ""
+            raise DataDirError(f"{path} is missing{extra}: {HOW_TO_FIX}")
+    records = json.loads(path.read_text())
+    return [_task(info, index, record, data_dir) for index, record in enumerate(records)]
+
+
+def _task(info: DatasetInfo, index: int, record: dict[str, Any], data_dir: Path | None) -> Task:
+    meta = {k: v for k, v in record.items() if k not in ("query", "gold")}
+    meta.update(FIXUPS.get(info.env, _no_fixup)(record, data_dir))
+    return Task(env=info.env, dataset=info.name, index=index, query=record["query"], gold=record["gold"],
+                image=info.image, meta=meta)
+
+
+def _no_fixup(record: dict[str, Any], data_dir: Path | None) -> dict[str, Any]:
+    return {}
+
+
+def _ctf_fixup(record: dict[str, Any], data_dir: Path | None) -> dict[str, Any]:
+    """A CTF task is unavailable offline when its set-up downloads, or its files are missing."""
+    task_id = record.get("task_id")
+    if record.get("setup"):
+        return {"unavailable": f"its set-up needs the internet: {record['setup']}"}
+    if data_dir is not None and not (data_dir / "ctf" / "task_assets" / str(task_id)).is_dir():
+        return {"unavailable": "its files are missing from the data (too large to ship)"}
+    return {}
+
+
+def _sql_fixup(record: dict[str, Any], data_dir: Path | None) -> dict[str, Any]:
+    if "question_id" in record:  # BIRD
+        return {"unavailable": "BIRD's databases are not shipped"}
+    return {}
+
+
+FIXUPS: dict[str, Callable[[dict[str, Any], Path | None], dict[str, Any]]] = {"ctf": _ctf_fixup, "sql": _sql_fixup}
