@@ -24,6 +24,8 @@ Handler = Callable[[argparse.Namespace], Awaitable[int]]
 COMMAND_MODULES = (
     "orchestrator.images.cli",
     "orchestrator.pool.cli",
+    "orchestrator.fidelity.validate",
+    "orchestrator.fidelity.replay",
 )
 
 

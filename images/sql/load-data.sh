@@ -1,7 +1,8 @@
 #!/bin/sh
 # Build time only: initialise MariaDB's data directory under our config, load the benchmark's
 # dumps, add the `intercode` user, and shut the server down cleanly so the layer holds a consistent
-# data directory. Usage: load-data.sh DIR (holding spider.sql and wikisql.sql).
+# data directory. Usage: load-data.sh DIR; every DIR/*.sql is loaded, in name order (the SQL image
+# gives spider.sql and wikisql.sql, the starter image its own starter.sql).
 set -eu
 data=$1
 
@@ -22,11 +23,15 @@ until mariadb-admin --silent ping >/dev/null 2>&1; do
     sleep 0.25
 done
 
-# Both dumps create the user admin@%: IF NOT EXISTS lets the second one load.
-for dump in spider wikisql; do
-    echo "load-data: loading $dump"
-    sed 's/^CREATE USER /CREATE USER IF NOT EXISTS /' "$data/$dump.sql" | mariadb
+# Spider's and WikiSQL's dumps both create the user admin@%: IF NOT EXISTS lets the second one load.
+loaded=0
+for dump in "$data"/*.sql; do
+    [ -f "$dump" ] || continue
+    echo "load-data: loading $(basename "$dump")"
+    sed 's/^CREATE USER /CREATE USER IF NOT EXISTS /' "$dump" | mariadb
+    loaded=$((loaded + 1))
 done
+[ "$loaded" -gt 0 ] || { echo "load-data: no .sql dump in $data" >&2; exit 1; }
 mariadb -e "CREATE USER 'intercode'@'%' IDENTIFIED BY 'intercode';
             GRANT ALL PRIVILEGES ON *.* TO 'intercode'@'%';"
 mariadb -N -e "SELECT concat('load-data: ', count(*), ' databases') FROM information_schema.schemata"

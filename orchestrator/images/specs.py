@@ -65,6 +65,10 @@ SPECS: tuple[ImageSpec, ...] = (
     ImageSpec("sql", "sql/Dockerfile", files=("sql/intercode.cnf", "sql/load-data.sh"),
               data=_frozen({"spider.sql": "sql/spider/ic_spider_dbs.sql",
                             "wikisql.sql": "sql/wikisql/ic_wikisql_dev.sql"})),
+    # The project's own starter tasks: no benchmark data needed.
+    ImageSpec("starter", "starter/Dockerfile", files=("starter/make-fs.sh", COMMIT_ROOT), parent="nl2bash-base"),
+    ImageSpec("sql-starter", "sql-starter/Dockerfile",
+              files=("sql/intercode.cnf", "sql/load-data.sh", "sql-starter/starter.sql")),
 )
 BY_NAME: Mapping[str, ImageSpec] = MappingProxyType({spec.name: spec for spec in SPECS})
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +40,27 @@ class ExecResult:
     @property
     def ok(self) -> bool:
         return self.exit_code == 0 and not self.timed_out and not self.flooded
+
+
+@dataclass(frozen=True, slots=True)
+class PythonResult:
+    """One code run by the persistent interpreter, captured as the original python_server did:
+    `output` and `error` are stdout and stderr, stripped; when the code raised, `error` is
+    "Error: <exception>" and `output` holds what it printed before (which the original dropped)."""
+
+    output: str
+    error: str
+    raised: bool
+    omitted: int = 0  # characters beyond the cap, not kept
+    timed_out: bool = False  # killed at the timeout: the interpreter and its state are gone
+    died: bool = False  # the interpreter exited while running it (os._exit, a crash, the OOM killer)
+    elapsed: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class PythonRun:
+    results: tuple[PythonResult, ...]
+    restarted: bool  # the interpreter was lost (timeout, exit) since the last call: this one is fresh
 
 
 class DriverClient:
@@ -111,6 +133,15 @@ class DriverClient:
     async def session(self, cmd: str, *, timeout: float = 10.0, cap: int = 65536) -> ExecResult:
         reply = await self.request("session", wait=timeout + 15.0, cmd=cmd, timeout=timeout, cap=cap)
         return _result(reply)
+
+    async def python(self, codes: Sequence[str], *, timeout: float = 10.0, cap: int = 65536, name: str = "main",
+                     fresh: bool = False, close: bool = False) -> PythonRun:
+        """Run `codes` one after the other in the persistent interpreter `name` (started on first
+        use; `fresh` empties its namespace first, `close` stops it afterwards). Each code has its own
+        timeout; one that times out ends the interpreter, and the codes after it are not run."""
+        reply = await self.request("python", wait=timeout * max(len(codes), 1) + 15.0, codes=list(codes),
+                                   timeout=timeout, cap=cap, name=name, fresh=fresh, close=close)
+        return PythonRun(tuple(PythonResult(**r) for r in reply["results"]), bool(reply["restarted"]))
 
     async def _read_frame(self) -> dict[str, Any]:
         while True:

@@ -254,6 +254,12 @@ class Pool:
                 raise ImageError(f"image {image} is not built: run `python -m orchestrator images build`") from exc
             raise
 
+    def configure_defaults(self, configs: dict[str, ImagePoolConfig]) -> None:
+        """Settings for images that may be leased later; nothing is created or checked now."""
+        for image, config in configs.items():
+            if image not in self._pools:
+                self._configs.setdefault(image, config)
+
     def _pool_for(self, image: str) -> ImagePool:
         pool = self._pools.get(image)
         if pool is None:

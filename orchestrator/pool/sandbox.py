@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from orchestrator.errors import SandboxError
 from orchestrator.pool.config import ActionLimits
-from orchestrator.pool.driver import DriverClient, ExecResult
+from orchestrator.pool.driver import DriverClient, ExecResult, PythonRun
 
 if TYPE_CHECKING:
     from orchestrator.pool.container import PooledContainer
@@ -62,6 +62,12 @@ class Sandbox:
         if result.cwd:
             self.cwd = result.cwd
         return result
+
+    async def python(self, codes: list[str], *, timeout: float | None = None, cap: int | None = None,
+                     name: str = "main", fresh: bool = False, close: bool = False) -> PythonRun:
+        """Run Python `codes` in the lease's persistent interpreter `name`; gone with the lease."""
+        return await self._driver().python(codes, timeout=timeout or self.limits.timeout,
+                                           cap=cap or self.limits.output_cap, name=name, fresh=fresh, close=close)
 
     def close(self) -> None:
         self._closed = True

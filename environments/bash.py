@@ -1,0 +1,133 @@
+"""The Bash environment (NL2Bash file systems and test_queries), faithful to the original.
+
+Actions run the original's way: `shlex.split(f'{shell} -c "{action}"')` (docker-py's split of the
+original's command string, so a double-quoted part of an action loses its quotes, as it did), in
+the tracked working directory, with a leading `cd` resolved textually. A timed-out action reads
+"Command timed out" and an unsplittable one "Malformed command", as in the original; unlike the
+original, the timed-out command is killed.
+
+The gold command runs once per task and image in a pristine container of the same image; its
+output, `git status` and the hashes of what it changed are cached for every later episode.
+"""
+
+from __future__ import annotations
+
+import shlex
+from contextlib import AsyncExitStack
+from typing import Any
+
+from environments.base import Environment
+from environments.rewards.bash import bash_reward, content_paths, hash_command, parse_porcelain, parse_status
+from orchestrator.pool import ExecResult, Sandbox
+from orchestrator.pool.sandbox import simplify_path
+from tasks import Task
+
+ACTION_TIMEOUT = 10.0
+GOLD_TIMEOUT = 60.0
+SHELLS = {"test-queries": "/bin/sh"}  # the original's plain Bash image ran actions with sh
+STATUS = {False: ["git", "status", "--short"], True: ["git", "status", "--porcelain", "-z", "-uall"]}
+
+
+def split_action(shell: str, action: str) -> list[str]:
+    """What docker-py made of the original's `f'{shell} -c "{action}"'`: a shlex split."""
+    return shlex.split(f'{shell} -c "{action.strip()}"')
+
+
+class BashEnv(Environment):
+    kind = "bash"
+
+    def __init__(self, runtime: Any) -> None:
+        super().__init__(runtime)
+        self.sandbox: Sandbox | None = None
+        self._stack: AsyncExitStack | None = None
+        self.workdir = "/"
+
+    @property
+    def strict(self) -> bool:
+        return self.runtime.reward_mode == "strict"
+
+    def shell(self, task: Task) -> str:
+        return SHELLS.get(task.dataset, "/bin/bash")
+
+    def start_dir(self, task: Task) -> str:
+        return "/"
+
+    async def _start(self, task: Task) -> None:
+        self._stack = AsyncExitStack()
+        self.sandbox = await self._stack.enter_async_context(self.runtime.pool.lease(task.image))
+        self.workdir = self.start_dir(task)
+        self.image_workdir = await self.runtime.image_workdir(task.image)
+
+    async def _stop(self) -> None:
+        stack, self._stack, self.sandbox = self._stack, None, None
+        if stack is not None:
+            await stack.aclose()
+
+    async def _execute(self, action: str) -> tuple[str, bool]:
+        assert self.sandbox is not None and self.task is not None
+        action = action.strip()
+        is_cd = action.startswith("cd")
+        if is_cd:
+            new_dir = simplify_path(self.workdir, action[action.find("cd ") + 3:].strip() if "cd " in action else "")
+            action = f"cd {new_dir}"
+        try:
+            argv = split_action(self.shell(self.task), action)
+        except ValueError:
+            return "Malformed command", False
+        result = await self.sandbox.exec(argv, cwd="/" if is_cd else self.workdir, timeout=ACTION_TIMEOUT)
+        if result.timed_out:
+            return "Command timed out", False
+        if is_cd and result.exit_code == 0:
+            self.workdir = new_dir
+        return result.output, result.exit_code == 0
+
+    # ---------------------------------------------------------------- reward
+
+    async def _reward(self, argument: str) -> tuple[float, dict[str, Any]]:
+        assert self.sandbox is not None and self.task is not None
+        gold, mode = await self.gold(), self.mode
+        agent_changes = await self.changes(self.sandbox, self.strict)
+        gold_changes = [(path, code) for path, code in gold["changes"][mode]]
+        hashes = {path: (await self.hash(self.sandbox, path, self.strict), gold["hashes"][mode].get(path, ""))
+                  for path, _ in content_paths(agent_changes, gold_changes, self.strict)}
+        score = bash_reward(agent_changes, gold_changes, hashes, self.observation or "", gold["output"], self.strict)
+        info = {"file_diff": score.file_diff, "file_changes": score.file_changes,
+                "answer_similarity": score.answer_similarity, "diff_miss": score.missing, "diff_extra": score.extra,
+                "agent_obs": self.observation, "eval_obs": gold["output"]}
+        return score.reward, info
+
+    @property
+    def mode(self) -> str:
+        return "strict" if self.strict else "original"
+
+    async def changes(self, sandbox: Sandbox, strict: bool) -> list[tuple[str, str]]:
+        """What differs from the image's commit, from the image's workdir as the original ran it."""
+        result = await sandbox.exec(STATUS[strict], cwd=self.image_workdir, timeout=GOLD_TIMEOUT)
+        return parse_porcelain(result.output) if strict else parse_status(result.output)
+
+    async def hash(self, sandbox: Sandbox, path: str, strict: bool) -> str:
+        result: ExecResult = await sandbox.exec(hash_command(path, strict), cwd=self.image_workdir,
+                                                timeout=GOLD_TIMEOUT)
+        return result.output
+
+    async def gold(self) -> dict[str, Any]:
+        """Output, changes and content hashes of the gold command, once per task and image."""
+        assert self.task is not None
+        task = self.task
+        key = (await self.runtime.image_digest(task.image), task.id, "bash-gold-v1")
+        return await self.runtime.gold.get(key, lambda: self._run_gold(task))
+
+    async def _run_gold(self, task: Task) -> dict[str, Any]:
+        """Run the gold in a pristine container of the task's image; record both modes' views."""
+        async with self.runtime.pool.lease(task.image) as sandbox:
+            try:
+                argv = split_action(self.shell(task), task.gold_text)
+                output = (await sandbox.exec(argv, cwd=self.image_workdir, timeout=GOLD_TIMEOUT)).output
+            except ValueError:  # the original's gold failed to split the same way: no output
+                output = ""
+            value: dict[str, Any] = {"output": output, "changes": {}, "hashes": {}}
+            for strict, mode in ((False, "original"), (True, "strict")):
+                changes = await self.changes(sandbox, strict)
+                value["changes"][mode] = changes
+                value["hashes"][mode] = {path: await self.hash(sandbox, path, strict) for path, _ in changes}
+        return value

@@ -1,0 +1,70 @@
+"""Gold results, computed once per task and image, shared by every episode that needs them.
+
+Gold outcomes are deterministic for a given image (and reward mode), so the key is
+(image digest, task id, mode). Concurrent episodes of one task wait for one computation instead
+of paying a container each. With a directory, results also persist across runs as JSON.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+Key = tuple[str, str, str]  # (image digest, task id, reward mode)
+
+
+class GoldCache:
+    def __init__(self, directory: Path | None = None) -> None:
+        self.directory = directory
+        self._values: dict[Key, Any] = {}
+        self._pending: dict[Key, asyncio.Future[Any]] = {}
+        self._loaded: set[str] = set()
+        self.computed = 0  # how many gold results this process had to compute
+
+    async def get(self, key: Key, compute: Callable[[], Awaitable[Any]]) -> Any:
+        await self._load(key[0])
+        if key in self._values:
+            return self._values[key]
+        if key in self._pending:
+            return await asyncio.shield(self._pending[key])
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[key] = future
+        try:
+            value = await compute()
+        except BaseException as exc:
+            future.set_exception(exc) if not isinstance(exc, asyncio.CancelledError) else future.cancel()
+            future.exception() if not future.cancelled() else None  # retrieved: no "never retrieved" warning
+            raise
+        finally:
+            self._pending.pop(key, None)
+        self.computed += 1
+        self._values[key] = value
+        future.set_result(value)
+        await self._save(key[0])
+        return value
+
+    def _file(self, digest: str) -> Path | None:
+        return self.directory / f"{digest.replace(':', '-')}.json" if self.directory else None
+
+    async def _load(self, digest: str) -> None:
+        path = self._file(digest)
+        if path is None or digest in self._loaded:
+            return
+        self._loaded.add(digest)
+        if path.is_file():
+            stored = json.loads(await asyncio.to_thread(path.read_text))
+            for entry in stored:
+                self._values[(digest, entry["task"], entry["mode"])] = entry["value"]
+
+    async def _save(self, digest: str) -> None:
+        path = self._file(digest)
+        if path is None:
+            return
+        entries = [{"task": k[1], "mode": k[2], "value": v} for k, v in self._values.items() if k[0] == digest]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        await asyncio.to_thread(tmp.write_text, json.dumps(entries))
+        await asyncio.to_thread(tmp.replace, path)

@@ -1,0 +1,1 @@
+"""Reward functions, one module per kind, pure where they can be: unit-testable without containers."""

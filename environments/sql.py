@@ -1,0 +1,181 @@
+"""The SQL environment: an agent queries a task's database on the shared MariaDB server.
+
+    async with make_environment("sql", runtime) as env:
+        await env.reset(task)                          # a session in the task's db, as `use {db}`
+        obs, _, _, info = await env.step("SELECT name FROM singer")   # "[('Joe Sharp',), ...]"
+        reward, _ = await env.score()                  # IoU x Kendall tau against the gold result
+
+Observations are what the original's agents saw: `str()` of the list of row tuples,
+`"Error executing query: <message>"`, or `"None"` for a statement without a result set. The
+reward compares the last action's result with the gold query's result, which is computed once per
+task and image on a connection no agent used (see environments/rewards/sql.py for the modes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import TYPE_CHECKING, Any
+
+import aiomysql
+import pymysql
+
+from environments.base import Environment, EpisodeError
+from environments.rewards.sql import is_ordered, original_reward, original_rows, strict_reward, strict_rows
+from environments.sql_server import GRACE, Outcome, SqlServer, SqlSettings, run_query, sql_server
+
+if TYPE_CHECKING:
+    from environments.runtime import Runtime
+    from tasks import Task
+
+TIMED_OUT = "Query execution was interrupted (max_statement_time exceeded)"  # MariaDB's own wording
+
+
+# MariaDB 10.11 names the clause of an unknown column by its keyword where MySQL 8, which the
+# original ran, said "field list", "where clause", ...; and it names itself in a few messages.
+# Agents saw MySQL's wording, so observations use it (the reward never reads error text).
+_CLAUSES = {"SELECT": "field list", "WHERE": "where clause", "ON": "on clause", "ORDER BY": "order clause",
+            "GROUP BY": "group statement", "HAVING": "having clause", "IN/ALL/ANY": "IN/ALL/ANY subquery"}
+_UNKNOWN = re.compile(r"^(Unknown column '.*' in )'(SELECT|WHERE|ON|ORDER BY|GROUP BY|HAVING|IN/ALL/ANY)'$", re.S)
+_AMBIGUOUS = re.compile(r"^(Column '.*' in )(SELECT|WHERE|ON|ORDER BY|GROUP BY|HAVING)( is ambiguous)$", re.S)
+_SERVER_NAME = re.compile(r"(your|of) MariaDB( server version| doesn't)")
+
+
+def mysql_wording(message: str) -> str:
+    """A MariaDB error message in the words MySQL 8 used for the same error."""
+    message = _UNKNOWN.sub(lambda m: f"{m.group(1)}'{_CLAUSES[m.group(2)]}'", message)
+    message = _AMBIGUOUS.sub(lambda m: f"{m.group(1)}{_CLAUSES[m.group(2)]}{m.group(3)}", message)
+    return _SERVER_NAME.sub(r"\1 MySQL\2", message)
+
+
+def observation(outcome: Outcome, shown_rows: int) -> str:
+    """The text the agent sees, as the original rendered it (`str(observation)`)."""
+    if outcome.error is not None:
+        return f"Error executing query: {mysql_wording(outcome.error)}"
+    if outcome.rows is None:
+        return "None"
+    text = str(outcome.rows[:shown_rows])
+    if outcome.cut:
+        shown = min(shown_rows, len(outcome.rows))
+        return f"{text}\n(output cut: more than {len(outcome.rows)} rows; the first {shown} shown)"
+    if len(outcome.rows) > shown_rows:
+        return f"{text}\n(output cut: {len(outcome.rows)} rows; the first {shown_rows} shown)"
+    return text
+
+
+class SqlSession:
+    """One episode's connection, holding one of the server's connection slots while open."""
+
+    def __init__(self, server: SqlServer, db: str) -> None:
+        self.server, self.db = server, db
+        self._connection: aiomysql.Connection | None = None
+
+    async def open(self) -> None:
+        await self.server.sessions.acquire()
+        try:
+            self._connection = await self.server.connect(self.db)
+        except BaseException:
+            self.server.sessions.release()
+            raise
+
+    async def run(self, action: str) -> Outcome:
+        assert self._connection is not None
+        limits = self.server.settings
+        try:
+            # The server's max_statement_time normally ends a long query; this deadline is for an
+            # agent that raised it (SET max_statement_time is a session variable anyone may set).
+            async with asyncio.timeout(limits.statement_timeout + GRACE):
+                return await run_query(self._connection, action, limits.max_rows)
+        except TimeoutError:
+            await self._replace()
+            return Outcome(error=TIMED_OUT)
+        except pymysql.err.MySQLError as exc:  # the connection was lost: say so, and open another
+            await self._replace()
+            return Outcome(error=str(exc.args[1]) if len(exc.args) > 1 else str(exc))
+
+    async def _replace(self) -> None:
+        """Drop the session (and its query, on the server) and open a fresh one in the same db.
+        Temporary tables and session variables are lost, as they would be on a reconnect."""
+        assert self._connection is not None
+        thread_id = self._connection.thread_id()
+        self._connection.close()
+        self._connection = None
+        await self.server.kill(thread_id)
+        self._connection = await self.server.connect(self.db)
+
+    def close(self) -> None:
+        """Synchronous, so a cancellation can't stop it half-way."""
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+            self.server.sessions.release()
+
+
+class SqlEnv(Environment):
+    kind = "sql"
+
+    def __init__(self, runtime: Runtime, settings: SqlSettings | None = None) -> None:
+        super().__init__(runtime)
+        self.settings = settings or SqlSettings()
+        self._session: SqlSession | None = None
+        self._server: SqlServer | None = None
+        self._last: Outcome = Outcome()  # the last action's result; the reset's `USE` gave none
+
+    async def _start(self, task: Task) -> None:
+        db = task.meta.get("db")
+        if not db:
+            raise EpisodeError(f"SQL task {task.id} names no database")
+        self._server = await sql_server(self.runtime, task.image, self.settings)
+        session = SqlSession(self._server, str(db))
+        await session.open()
+        self._session, self._last = session, Outcome()
+
+    async def _execute(self, action: str) -> tuple[str, bool]:
+        assert self._session is not None and self._server is not None
+        self._last = await self._session.run(action)
+        return observation(self._last, self._server.settings.shown_rows), self._last.ok
+
+    async def _reward(self, argument: str) -> tuple[float, dict[str, Any]]:
+        assert self.task is not None
+        gold = await self._gold(self.task)
+        if gold["ordered"]:
+            # MariaDB breaks ties in ORDER BY differently from one session to the next (even the
+            # LIMIT 1 row of `ORDER BY count(*)`), so a cached result would often disagree with
+            # the agent's run of the very same query. The original ran the gold in the agent's
+            # session, right after the action: do that for ordered golds.
+            assert self._session is not None
+            gold = self._as_gold(await self._session.run(self.task.gold_text), True)
+        agent = self._last.rows if self._last.ok else None
+        info: dict[str, Any] = {"corrupt_gold": gold["error"] is not None}
+        if self.runtime.reward_mode == "strict":
+            if gold["error"] is not None:
+                return 0.0, info  # a gold that fails proves nothing
+            agent_rows = strict_rows(agent) if agent is not None else None
+            return strict_reward(agent_rows, gold["rows"], ordered=gold["ordered"]), info
+        # The original compared with an empty gold when the gold query failed.
+        gold_rows = gold["rows"] if gold["error"] is None else []
+        return original_reward(original_rows(agent) if agent is not None else None, gold_rows), info
+
+    async def _gold(self, task: Task) -> dict[str, Any]:
+        """The gold result as the reward mode compares it, computed once per image and task."""
+        server, mode = self._server, self.runtime.reward_mode
+        assert server is not None
+
+        async def compute() -> dict[str, Any]:
+            return self._as_gold(await server.read(str(task.meta["db"]), task.gold_text),
+                                 is_ordered(task.gold_text))
+
+        digest = await self.runtime.image_digest(task.image)
+        return await self.runtime.gold.get((digest, task.id, mode), compute)
+
+    def _as_gold(self, outcome: Outcome, ordered: bool) -> dict[str, Any]:
+        """A gold outcome as JSON (the gold cache may store it): rows as the reward mode compares them."""
+        if outcome.rows is None:
+            return {"rows": [] if outcome.ok else None, "error": outcome.error, "cut": False, "ordered": ordered}
+        rows = strict_rows(outcome.rows) if self.runtime.reward_mode == "strict" else original_rows(outcome.rows)
+        return {"rows": rows, "error": None, "cut": outcome.cut, "ordered": ordered}
+
+    async def _stop(self) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            session.close()

@@ -1,0 +1,1 @@
+"""Fidelity checks against the original benchmark: gold validation and trajectory replay."""
