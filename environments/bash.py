@@ -53,10 +53,14 @@ class BashEnv(Environment):
         return "/"
 
     async def _start(self, task: Task) -> None:
+        self.image_workdir = await self.runtime.image_workdir(task.image)
+        if self.kind == "bash":
+            # Before our own lease: an episode never holds one container while waiting for another,
+            # so a pool of any size can't deadlock on gold runs.
+            await self.gold()
         self._stack = AsyncExitStack()
         self.sandbox = await self._stack.enter_async_context(self.runtime.pool.lease(task.image))
         self.workdir = self.start_dir(task)
-        self.image_workdir = await self.runtime.image_workdir(task.image)
 
     async def _stop(self) -> None:
         stack, self._stack, self.sandbox = self._stack, None, None

@@ -51,11 +51,13 @@ class Runtime:
     async def open(cls, *, data_dir: Path | None = None, reward_mode: RewardMode = "original",
                    images: dict[str, ImagePoolConfig] | None = None, limits: ActionLimits | None = None,
                    run_id: str | None = None) -> AsyncIterator[Runtime]:
+        configs = dict(images or {})
+
+        def config_for(image: str) -> ImagePoolConfig:
+            return configs.get(image) or default_pool_config(image)
+
         async with engine() as docker:
-            configs = {image: default_pool_config(image) for image in SERVICE_IMAGES}
-            configs.update(images or {})
-            async with Pool(docker, {}, run_id=run_id, limits=limits) as pool:
-                pool.configure_defaults(configs)
+            async with Pool(docker, {}, run_id=run_id, limits=limits, default_config=config_for) as pool:
                 runtime = cls(docker, pool, data_dir=data_dir, reward_mode=reward_mode)
                 async with runtime._stack:
                     yield runtime

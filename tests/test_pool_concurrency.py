@@ -24,7 +24,7 @@ async def test_200_concurrent_leases_over_16_containers(make_pool, fs1_image):
             holders[cid] = n
             used.add(cid)
             # The previous holder's file is gone (reset), and nobody writes ours while we hold it.
-            result = await sandbox.run(f"test ! -e /tmp/owner && echo {n} > /tmp/owner && sleep 0.0$((RANDOM % 5)); cat /tmp/owner")
+            result = await sandbox.run(f"test ! -e /testbed/owner && echo {n} > /testbed/owner && sleep 0.0$((RANDOM % 5)); cat /testbed/owner")
             assert result.output.strip() == str(n), result.output
             del holders[cid]
 

@@ -11,8 +11,8 @@ pytestmark = pytest.mark.docker
 # Everything an agent can change outside the system directories, with content hashes.
 FINGERPRINT = r"""
 ls -A /
-find /testbed /index.html /root /tmp /home /.git /mnt /opt /srv -printf '%p %y %m %s %T@ %U:%G %l\n' | sort
-find /testbed /root /tmp -type f -exec md5sum {} + | sort
+find /testbed /index.html /root /home /.git /opt /srv -printf '%p %y %m %s %T@ %U:%G %l\n' | sort
+find /testbed /root -type f -exec md5sum {} + | sort
 """
 # Every process outside this listing's own process group (the driver starts each action in its own).
 PROCESSES = r"""
@@ -30,13 +30,12 @@ rm /testbed/Hello.java
 chmod 600 /testbed/dir1/textfile1.txt
 mkdir -p /testbed/emptydir /newtop/inner
 rm -rf /testbed/dir3
-rmdir /testbed/dir1/subdir2
 echo secret > /root/.agent_note
 mkdir -p /home/agent && touch /home/agent/x
 touch -d '2001-01-01' /testbed/FooBar.html
 ln -s /etc/passwd /testbed/link
 mv /testbed/hello.php /testbed/moved.php
-echo tmp > /tmp/scratch
+mkdir /tmp && echo tmp > /tmp/scratch
 cd /testbed && git add -A >/dev/null && git -c user.name=a -c user.email=a@b commit -qm agent
 nohup sleep 1000 >/dev/null 2>&1 &
 setsid sleep 999 >/dev/null 2>&1 < /dev/null &

@@ -28,6 +28,9 @@ var
 git config --global user.email "intercode@pnlp.org"
 git config --global user.name "intercode"
 git init --quiet
-echo /.icpristine >> /.git/info/exclude
 git add -A
 git commit --quiet -m 'initial commit'
+# The original reset every container with `git reset --hard; git clean -fd` before each episode,
+# which deletes untracked empty directories (even /tmp: its recorded runs show "tar: /tmp: Cannot
+# open"). Episodes therefore always started without them; so do ours.
+git clean -fdq

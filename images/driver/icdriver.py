@@ -16,8 +16,8 @@ Ops:
                              -> results (output, error, raised, omitted, timed_out, died, elapsed
                                 per code), restarted (one persistent interpreter per name)
 
-`icdriver.py snapshot` runs once at image build time: it copies the restorable top-level paths
-into PRISTINE so that `reset` can restore them, whatever the agent did to them.
+`icdriver.py snapshot` runs once at image build time: it archives the restorable top-level paths
+into PRISTINE (a tar) so that `reset` can restore them, whatever the agent did to them.
 The interpreter behind `python` is a fork of the driver that speaks the same framing over pipes.
 """
 
@@ -32,16 +32,17 @@ import stat
 import struct
 import subprocess
 import sys
+import tarfile
 import time
 import uuid
 
 VERSION = 1
 CONFIG = "/etc/intercode/reset.json"
 STATE = "/etc/intercode/pristine.json"
-PRISTINE = "/.icpristine"
+PRISTINE = "/usr/lib/intercode/pristine.tar"  # one file in a system dir: invisible to `find /testbed`, `ls /`
 # Top-level paths that are never restored by copying: the system, kernel mounts, the pristine copy.
 ALWAYS_SYSTEM = {"bin", "boot", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "run",
-                 "sbin", "sys", "usr", "var", ".dockerenv", PRISTINE.lstrip("/")}
+                 "sbin", "sys", "usr", "var", ".dockerenv"}
 HEADER = struct.Struct(">I")
 
 
@@ -213,6 +214,9 @@ class Driver:
         self.repls_lost = set()  # names whose interpreter was killed or died: the next call says so
         self.keep = {proc for proc in list_procs() if proc[0] != os.getpid()}
         self.state = load_json(STATE, None)
+        self.pristine = None  # the archive's index, read on the first restore
+        if self.state:
+            copy_up_directories(self.state["roots"])
         # root -> {path: (ino, ctime_ns, type)}, recorded while the files are pristine
         self.baseline = {root: walk(root, {}) for root in self.state["roots"]} if self.state else {}
 
@@ -266,7 +270,8 @@ class Driver:
             for root, before in self.baseline.items():
                 now = walk(root, {})
                 if now != before:
-                    r, d = restore_root(root, before, now)
+                    self.pristine = self.pristine or Pristine()
+                    r, d = restore_root(root, before, now, self.pristine)
                     restored, removed = restored + r, removed + d
                     self.baseline[root] = walk(root, {})
         return {"killed": killed, "restored": restored, "removed": removed}
@@ -551,37 +556,98 @@ def walk(path, found):
     return found
 
 
-def restore_root(root, before, now):
-    """Bring one top-level path back to its pristine copy, touching only what changed."""
+def copy_up_directories(roots):
+    """Copy every directory of the restorable trees up into the container's own layer.
+
+    overlayfs marks a directory whose children were copied up as "impure" with an xattr, which on
+    ext4 can cost a block: `du` would then depend on what earlier episodes touched. A same-mode
+    chmod copies each directory up once, at start, so fresh and reused containers agree."""
+    for root in roots:
+        if os.path.isdir(root) and not os.path.islink(root):
+            for dirpath, _, _ in os.walk(root):
+                os.chmod(dirpath, stat.S_IMODE(os.lstat(dirpath).st_mode))
+
+
+class Pristine:
+    """The build-time archive of the restorable paths, indexed by absolute path."""
+
+    def __init__(self, path=PRISTINE):
+        self.tar = tarfile.open(path, "r:")
+        self.members = {"/" + m.name.lstrip("/"): m for m in self.tar.getmembers()}
+
+    def get(self, path):
+        return self.members.get(path)
+
+    def restore(self, path):
+        """Recreate `path` (and, for a directory, everything under it) exactly as archived."""
+        member = self.members[path]
+        if member.isdir():
+            below = sorted(p for p in self.members if is_under(p, path))
+            for sub in below:
+                self._create(sub, self.members[sub])
+            for sub in sorted((p for p in below if self.members[p].isdir()), key=len, reverse=True):
+                self.set_meta(sub)
+        else:
+            self._create(path, member)
+
+    def _create(self, path, member):
+        if member.isdir():
+            os.mkdir(path)
+        elif member.issym():
+            os.symlink(member.linkname, path)
+        elif member.islnk():
+            self._write(path, self.members["/" + member.linkname.lstrip("/")])
+        elif member.isfile():
+            self._write(path, member)
+        else:
+            os.mknod(path, member.mode | {tarfile.CHRTYPE: stat.S_IFCHR, tarfile.BLKTYPE: stat.S_IFBLK,
+                                          tarfile.FIFOTYPE: stat.S_IFIFO}[member.type],
+                     os.makedev(member.devmajor, member.devminor))
+        if not member.isdir():
+            self.set_meta(path, member)
+
+    def _write(self, path, member):
+        with self.tar.extractfile(member) as src, open(path, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+
+    def set_meta(self, path, member=None):
+        member = member or self.members[path]
+        os.chown(path, member.uid, member.gid, follow_symlinks=False)
+        if not member.issym():
+            os.chmod(path, member.mode)
+        mtime_ns = int(round(float(member.pax_headers.get("mtime", member.mtime)) * 1e9))
+        os.utime(path, ns=(mtime_ns, mtime_ns), follow_symlinks=False)
+
+
+def restore_root(root, before, now, pristine):
+    """Bring one top-level path back to its archived state, touching only what changed."""
     changed = sorted(p for p in set(now) | set(before) if now.get(p) != before.get(p))
     restored = removed = 0
-    copied_trees, dirs = [], set()
+    rebuilt, dirs = [], set()
     for path in changed:
-        if any(is_under(path, tree) for tree in copied_trees):
+        if any(is_under(path, tree) for tree in rebuilt):
             continue
-        src = PRISTINE + path
-        if not os.path.lexists(src):
+        member = pristine.get(path)
+        if member is None:
             if os.path.lexists(path):
                 remove(path)
                 removed += 1
             continue
-        is_dir = stat.S_ISDIR(os.lstat(src).st_mode)
-        if os.path.lexists(path) and not (is_dir and os.path.isdir(path) and not os.path.islink(path)):
+        if os.path.lexists(path) and not (member.isdir() and os.path.isdir(path) and not os.path.islink(path)):
             remove(path)
         if os.path.lexists(path):
             dirs.add(path)  # a directory that still exists: only its metadata may differ
         elif os.path.isdir(os.path.dirname(path)):
-            if is_dir:
-                shutil.copytree(src, path, symlinks=True, copy_function=copy_entry)
-                copied_trees.append(path)
-            else:
-                copy_entry(src, path)
+            pristine.restore(path)
+            if member.isdir():
+                rebuilt.append(path)
             restored += 1
         dirs.update(p for p in (os.path.dirname(path),) if is_under(p, root))
     # Directory metadata last and deepest first: restoring children rewrites their parent's mtime.
-    for path in sorted(dirs | set(copied_trees), key=len, reverse=True):
-        if os.path.isdir(PRISTINE + path) and os.path.isdir(path):
-            copy_meta(PRISTINE + path, path)
+    for path in sorted(dirs, key=len, reverse=True):
+        member = pristine.get(path)
+        if member is not None and member.isdir() and os.path.isdir(path):
+            pristine.set_meta(path, member)
     return restored, removed
 
 
@@ -593,33 +659,13 @@ def remove(path):
     if os.path.isdir(path) and not os.path.islink(path):
         for dirpath, dirnames, _ in os.walk(path):
             for d in dirnames:  # a directory without write or search permission can't be emptied
-                os.chmod(os.path.join(dirpath, d), 0o700, follow_symlinks=False) if not os.path.islink(os.path.join(dirpath, d)) else None
+                sub = os.path.join(dirpath, d)
+                if not os.path.islink(sub):
+                    os.chmod(sub, 0o700)
         os.chmod(path, 0o700)
         shutil.rmtree(path)
     else:
         os.unlink(path)
-
-
-def copy_entry(src, dst):
-    st = os.lstat(src)
-    if stat.S_ISLNK(st.st_mode):
-        os.symlink(os.readlink(src), dst)
-    elif stat.S_ISREG(st.st_mode):
-        shutil.copyfile(src, dst, follow_symlinks=False)
-    elif stat.S_ISDIR(st.st_mode):
-        os.mkdir(dst)
-    else:
-        os.mknod(dst, st.st_mode, st.st_rdev)
-    copy_meta(src, dst)
-    return dst
-
-
-def copy_meta(src, dst):
-    st = os.lstat(src)
-    os.chown(dst, st.st_uid, st.st_gid, follow_symlinks=False)
-    if not stat.S_ISLNK(st.st_mode):
-        os.chmod(dst, stat.S_IMODE(st.st_mode))
-    os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
 
 
 def remove_new_toplevel(pristine_names):
@@ -634,20 +680,17 @@ def remove_new_toplevel(pristine_names):
 
 
 def snapshot():
-    """Build-time: record the top level and copy every restorable root into PRISTINE."""
+    """Build-time: record the top level and archive every restorable root into PRISTINE."""
     config = load_json(CONFIG, {})
     system = ALWAYS_SYSTEM | set(config.get("system", []))
     toplevel = sorted(os.listdir("/"))
     roots = ["/" + n for n in toplevel if n not in system]
-    if os.path.lexists(PRISTINE):
-        shutil.rmtree(PRISTINE)
-    os.mkdir(PRISTINE, 0o700)
-    for root in roots:
-        if os.path.isdir(root) and not os.path.islink(root):
-            shutil.copytree(root, PRISTINE + root, symlinks=True, copy_function=copy_entry)
-            copy_meta(root, PRISTINE + root)
-        else:
-            copy_entry(root, PRISTINE + root)
+    os.makedirs(os.path.dirname(PRISTINE), exist_ok=True)
+    # PAX keeps sub-second mtimes; no compression, so a restore reads members directly.
+    with tarfile.open(PRISTINE, "w:", format=tarfile.PAX_FORMAT) as tar:
+        for root in roots:
+            tar.add(root, arcname=root.lstrip("/"), recursive=True)
+    os.chmod(PRISTINE, 0o600)
     os.makedirs(os.path.dirname(STATE), exist_ok=True)
     with open(STATE, "w") as fh:
         json.dump({"roots": roots, "toplevel": toplevel}, fh)

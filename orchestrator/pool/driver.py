@@ -20,7 +20,7 @@ from aiodocker.stream import Stream
 
 from orchestrator.errors import DriverLost, SandboxError
 
-DRIVER_ARGV = ["python3", "-B", "/opt/intercode/icdriver.py"]
+DRIVER_ARGV = ["python3", "-B", "/usr/lib/intercode/icdriver.py"]
 HEADER = struct.Struct(">I")
 HELLO_TIMEOUT = 30.0
 

@@ -16,7 +16,7 @@ import asyncio
 import time
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import aiodocker
@@ -224,8 +224,10 @@ class Pool:
     """Warm containers for several images. Use as `async with Pool(...) as pool`."""
 
     def __init__(self, docker: aiodocker.Docker, images: dict[str, ImagePoolConfig] | None = None, *,
-                 run_id: str | None = None, limits: ActionLimits | None = None) -> None:
+                 run_id: str | None = None, limits: ActionLimits | None = None,
+                 default_config: Callable[[str], ImagePoolConfig] | None = None) -> None:
         self.docker = docker
+        self.default_config = default_config or (lambda image: ImagePoolConfig())
         self.run_id = run_id or uuid.uuid4().hex[:12]
         self.owner = Owner.me()
         self.limits = limits or ActionLimits()
@@ -254,16 +256,10 @@ class Pool:
                 raise ImageError(f"image {image} is not built: run `python -m orchestrator images build`") from exc
             raise
 
-    def configure_defaults(self, configs: dict[str, ImagePoolConfig]) -> None:
-        """Settings for images that may be leased later; nothing is created or checked now."""
-        for image, config in configs.items():
-            if image not in self._pools:
-                self._configs.setdefault(image, config)
-
     def _pool_for(self, image: str) -> ImagePool:
         pool = self._pools.get(image)
         if pool is None:
-            config = self._configs.setdefault(image, ImagePoolConfig())
+            config = self._configs.setdefault(image, self.default_config(image))
             pool = self._pools[image] = ImagePool(self.docker, image, config,
                                                   labels_for(self.owner, self.run_id, image), self.tasks)
         return pool
