@@ -81,6 +81,8 @@ class BashEnv(Environment):
         result = await self.sandbox.exec(argv, cwd="/" if is_cd else self.workdir, timeout=ACTION_TIMEOUT)
         if result.timed_out:
             return "Command timed out", False
+        if not result.valid_utf8 and not self.strict:
+            return "Malformed command", False  # the original's strict decode raised into its bare except
         if is_cd and result.exit_code == 0:
             self.workdir = new_dir
         return result.output, result.exit_code == 0

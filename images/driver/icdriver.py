@@ -23,6 +23,7 @@ The interpreter behind `python` is a fork of the driver that speaks the same fra
 
 import builtins
 import io
+import codecs
 import json
 import os
 import select
@@ -120,6 +121,14 @@ class Capture:
     @property
     def flooded(self):
         return self.omitted > self.flood
+
+    def valid_utf8(self):
+        """Whether the output decodes strictly (a character cut by the cap doesn't count)."""
+        try:
+            codecs.getincrementaldecoder("utf-8")().decode(bytes(self.buf), final=not self.omitted)
+            return True
+        except UnicodeDecodeError:
+            return False
 
     def text(self):
         out = self.buf.decode("utf-8", errors="replace")
@@ -240,7 +249,8 @@ class Driver:
         proc.stdout.close()
         code = proc.wait()
         return {"exit": code, "output": capture.text(), "omitted": capture.omitted, "timed_out": outcome == "timeout",
-                "flooded": outcome == "flood", "elapsed": time.monotonic() - start, "spawned": True}
+                "flooded": outcome == "flood", "elapsed": time.monotonic() - start, "spawned": True,
+                "utf8": capture.valid_utf8()}
 
     def op_session(self, req):
         restarted = self.session is not None and not self.session.alive()

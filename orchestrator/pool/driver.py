@@ -36,6 +36,7 @@ class ExecResult:
     flooded: bool = False
     elapsed: float = 0.0
     cwd: str | None = None
+    valid_utf8: bool = True  # False: the output was not UTF-8 and was decoded with replacements
 
     @property
     def ok(self) -> bool:
@@ -170,4 +171,4 @@ class DriverClient:
 def _result(reply: dict[str, Any]) -> ExecResult:
     return ExecResult(exit_code=reply["exit"], output=reply["output"], omitted=reply["omitted"],
                       timed_out=reply["timed_out"], flooded=reply["flooded"], elapsed=reply["elapsed"],
-                      cwd=reply.get("cwd"))
+                      cwd=reply.get("cwd"), valid_utf8=reply.get("utf8", True))

@@ -1,0 +1,83 @@
+"""A thin synchronous gymnasium wrapper, for users of the original InterCode API.
+
+    import gymnasium as gym
+    import environments.gym  # registers intercode-{bash,sql,python,ctf}-v0
+    env = gym.make("intercode-bash-v0", dataset="nl2bash-fs1", data_dir="../shared/intercode-data")
+    observation, info = env.reset(options={"index": 3})
+    observation, reward, terminated, truncated, info = env.step("ls /testbed")
+    env.close()
+
+`gym.make("environments.gym:intercode-sql-v0")` works without the import. The async environment
+runs on its own event loop in a background thread, so the pool's resets go on between calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+import gymnasium
+
+from environments import make_environment
+from environments.runtime import Runtime
+from tasks import Task, load_tasks
+
+T = TypeVar("T")
+DEFAULT_DATASETS = {"bash": "starter-bash", "sql": "starter-sql", "python": "starter-python", "ctf": "starter-ctf"}
+TEXT = gymnasium.spaces.Text(max_length=1 << 20, charset=frozenset(chr(c) for c in range(32, 127)) | {"\n", "\t"})
+
+
+class IntercodeGymEnv(gymnasium.Env):
+    metadata = {"render_modes": []}
+
+    def __init__(self, kind: str, dataset: str | None = None, data_dir: str | Path | None = None,
+                 reward_mode: str = "original") -> None:
+        self.kind = kind
+        self.tasks: list[Task] = load_tasks(dataset or DEFAULT_DATASETS[kind], Path(data_dir) if data_dir else None)
+        self.observation_space = self.action_space = TEXT
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name=f"intercode-{kind}", daemon=True)
+        self._thread.start()
+        self._runtime_cm = Runtime.open(data_dir=Path(data_dir) if data_dir else None, reward_mode=reward_mode)  # type: ignore[arg-type]
+        self._runtime = self._call(self._runtime_cm.__aenter__())
+        self._env = make_environment(kind, self._runtime)
+        self._closed = False
+
+    def _call(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        index = (options or {}).get("index")
+        if index is None:
+            index = int(self.np_random.integers(len(self.tasks)))
+        task = self.tasks[index]
+        observation = self._call(self._env.reset(task))
+        return observation, {"task": task.id, "index": index}
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        result = self._call(self._env.step(action))
+        return result.observation, result.reward, result.done, False, result.info
+
+    def score(self) -> tuple[float, dict[str, Any]]:
+        return self._call(self._env.score())
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._call(self._env.close())
+        finally:
+            self._call(self._runtime_cm.__aexit__(None, None, None))
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join()
+            self._loop.close()
+
+
+for _kind in ("bash", "sql", "python", "ctf"):
+    gymnasium.register(id=f"intercode-{_kind}-v0", entry_point=IntercodeGymEnv, kwargs={"kind": _kind},
+                       disable_env_checker=True)
