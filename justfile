@@ -23,7 +23,7 @@ demo: (images "nl2bash-fs1")
     {{python}} -m orchestrator pool demo --size 4 --episodes 16
 
 # The test suite against the real engine (builds the images the tests need first)
-test *ARGS: (images "nl2bash-fs1")
+test *ARGS: images
     {{python}} -m pytest -p no:cacheprovider {{ARGS}}
 
 # Pool benchmark: lease, action round trip vs docker exec, reset vs create, actions/s

@@ -161,18 +161,24 @@ def _reason(recorded: Any, ours: str) -> str:
 def report(results: list[TurnResult], show: int) -> None:
     by_turn: dict[int, list[TurnResult]] = defaultdict(list)
     for result in results:
-        by_turn[result.turn].append(result)
+        if result.ours is not None:
+            by_turn[result.turn].append(result)
     print(f"{'turn':>4}  {'turns':>6}  {'agree':>6}  share")
     for turn in sorted(by_turn):
         rows = by_turn[turn]
         agree = sum(r.agree for r in rows)
         print(f"{turn + 1:>4}  {len(rows):>6}  {agree:>6}  {agree / len(rows):.3f}")
+    unscored = [r for r in results if r.ours is None]
+    results = [r for r in results if r.ours is not None]
     mismatches = [r for r in results if not r.agree]
     if mismatches:
         print(f"\n{len(mismatches)} mismatches (recorded -> ours), first {min(show, len(mismatches))}:")
         for r in mismatches[:show]:
             ours = "-" if r.ours is None else f"{r.ours:.2f}"
             print(f"  ep {r.episode} turn {r.turn + 1}: {r.recorded} -> {ours}  {r.action[:50]!r}  {r.reason}")
+    if unscored:
+        episodes = sorted({r.episode for r in unscored})
+        print(f"\n{len(unscored)} turns of {len(episodes)} episodes not scored: {unscored[0].reason} (and alike)")
     agreed = sum(r.agree for r in results)
     print(f"agreement: {agreed / max(len(results), 1):.3f} ({len(results)} turns)")
 

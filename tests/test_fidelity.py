@@ -1,0 +1,45 @@
+"""Regression guards on the real benchmark data: gold solutions and recorded trajectories.
+
+Small slices of what docs/fidelity.md measures in full, with thresholds just under the measured
+figures, so that a change that breaks fidelity fails here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from environments.runtime import Runtime
+from orchestrator.fidelity.replay import replay_all
+from orchestrator.fidelity.trajectories import TaskFinder, read_episodes
+from orchestrator.fidelity.validate import validate_all
+from tasks import load_tasks
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+
+async def agreement(data_dir: Path, file: str, limit: int) -> tuple[float, int]:
+    episodes = read_episodes(data_dir / "trajectories" / file)[:limit]
+    async with Runtime.open(data_dir=data_dir) as runtime:
+        results = [r for r in await replay_all(runtime, TaskFinder(data_dir), episodes, 8) if r.ours is not None]
+    return sum(r.agree for r in results) / len(results), len(results)
+
+
+async def test_gold_solutions_of_nl2bash_fs4_score_one(data_dir):
+    tasks = load_tasks("nl2bash-fs4", data_dir)
+    async with Runtime.open(data_dir=data_dir) as runtime:
+        outcomes = await validate_all(runtime, "bash", tasks, 8)
+    assert [o.task for o in outcomes if o.status != "pass"] == []
+
+
+@pytest.mark.parametrize(("file", "limit", "at_least"), [
+    ("bash/ic_bash_multiturn_gpt-4_10_turns_fs_2.json", 53, 0.89),
+    ("sql/ic_sql_multiturn_gpt-4_1_turns.json", 150, 0.99),
+    ("python/ic_python_multiturn_gpt-4_7_turns.json", 40, 0.99),
+    ("ctf/ic_ctf_multiturn_gpt-4_10_turns.json", 25, 0.99),
+])
+async def test_replay_agrees_with_the_recording(data_dir, file, limit, at_least):
+    share, turns = await agreement(data_dir, file, limit)
+    assert turns >= limit
+    assert share >= at_least, f"{file}: {share:.3f} of {turns} turns"
