@@ -56,6 +56,20 @@ async def containers_of_run(docker: aiodocker.Docker, run_id: str) -> list[Any]:
     return await docker.containers.list(all=True, filters={"label": [f"{RUN}={run_id}"]})
 
 
+@asynccontextmanager
+async def clean_runtime(docker: aiodocker.Docker, image: str, **kwargs: Any) -> AsyncIterator[Any]:
+    """A Runtime for tests of one image; afterwards none of its containers may exist."""
+    from environments.runtime import Runtime
+
+    await require_image(docker, image)
+    run_id = f"test-{uuid.uuid4().hex[:8]}"
+    try:
+        async with Runtime.open(run_id=run_id, **kwargs) as runtime:
+            yield runtime
+    finally:
+        assert not await containers_of_run(docker, run_id), "the runtime left containers behind"
+
+
 @pytest.fixture
 def make_pool(docker: aiodocker.Docker) -> Callable[..., Any]:
     """`async with make_pool({image: config}) as pool` — and afterwards none of its containers exist."""

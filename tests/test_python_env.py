@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 
 import aiodocker
 import pytest
@@ -15,23 +14,16 @@ from environments.python import RETRY_MESSAGE, PythonEnv
 from environments.runtime import Runtime
 from orchestrator.pool import ImagePoolConfig
 from tasks import Task, load_tasks
-from tests.conftest import containers_of_run, require_image
+from tests.conftest import clean_runtime
 
 pytestmark = pytest.mark.docker
 PY = "intercode/python"
 PASSED = "{'output': '', 'error': ''}"
 
 
-@asynccontextmanager
-async def python_runtime(docker: aiodocker.Docker, **kwargs: object) -> AsyncIterator[Runtime]:
+def python_runtime(docker: aiodocker.Docker, **kwargs: object):
     """A runtime whose containers are all gone afterwards."""
-    await require_image(docker, PY)
-    run_id = f"test-{uuid.uuid4().hex[:8]}"
-    try:
-        async with Runtime.open(run_id=run_id, **kwargs) as runtime:  # type: ignore[arg-type]
-            yield runtime
-    finally:
-        assert not await containers_of_run(docker, run_id), "the runtime left containers behind"
+    return clean_runtime(docker, PY, **kwargs)
 
 
 @pytest.fixture(scope="module")

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 
 import aiodocker
 import pytest
@@ -16,22 +14,15 @@ from environments.runtime import Runtime
 from environments.sql import TIMED_OUT, SqlEnv
 from environments.sql_server import MULTI_STATEMENTS, SqlSettings
 from tasks import Task, load_tasks
-from tests.conftest import containers_of_run, require_image
+from tests.conftest import clean_runtime
 
 pytestmark = pytest.mark.docker
 STARTER = "intercode/sql-starter"
 
 
-@asynccontextmanager
-async def sql_runtime(docker: aiodocker.Docker, **kwargs: object) -> AsyncIterator[Runtime]:
+def sql_runtime(docker: aiodocker.Docker, **kwargs: object):
     """A runtime whose containers are all gone afterwards."""
-    await require_image(docker, STARTER)
-    run_id = f"test-{uuid.uuid4().hex[:8]}"
-    try:
-        async with Runtime.open(run_id=run_id, **kwargs) as runtime:  # type: ignore[arg-type]
-            yield runtime
-    finally:
-        assert not await containers_of_run(docker, run_id), "the runtime left containers behind"
+    return clean_runtime(docker, STARTER, **kwargs)
 
 
 @pytest.fixture(scope="module")

@@ -91,7 +91,12 @@ def kill_group(pgid, proc=None, grace=0.2):
 
 def group_members(pgid):
     """Live (non-zombie) processes of a process group."""
-    members = []
+    return [pid for pid, fields in proc_stats() if fields[0] != b"Z" and int(fields[2]) == pgid]
+
+
+def proc_stats():
+    """(pid, the fields of /proc/PID/stat after the command name) of every process; fields[0] is
+    the state, fields[2] the process group, fields[19] the start time."""
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
@@ -99,10 +104,7 @@ def group_members(pgid):
                     data = fh.read()
             except OSError:
                 continue
-            fields = data[data.rfind(b")") + 2:].split()
-            if fields[0] != b"Z" and int(fields[2]) == pgid:
-                members.append(int(entry))
-    return members
+            yield int(entry), data[data.rfind(b")") + 2:].split()
 
 
 class Capture:
@@ -528,18 +530,11 @@ def kill_strays(keep, groups=()):
 def list_procs(zombies=False):
     """(pid, start time) of every live process, or (pid, start time, is_zombie) of every process.
     The start time tells a reused pid apart."""
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open("/proc/%s/stat" % entry, "rb") as fh:
-                    data = fh.read()
-            except OSError:
-                continue
-            fields = data[data.rfind(b")") + 2:].split()
-            if zombies:
-                yield int(entry), fields[19], fields[0] == b"Z"
-            elif fields[0] != b"Z":
-                yield int(entry), fields[19]
+    for pid, fields in proc_stats():
+        if zombies:
+            yield pid, fields[19], fields[0] == b"Z"
+        elif fields[0] != b"Z":
+            yield pid, fields[19]
 
 
 def reap_children():

@@ -1,0 +1,26 @@
+"""Model access for agents: one async client over litellm, and a scripted local provider for tests.
+
+The interface agents depend on is `LLM`; `LLMClient` is its implementation. Failures arrive as
+`ModelError`; limits, retries and usage accounting happen inside the client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from .client import Completion, LLMClient, Message, ModelSpec
+from .errors import ModelError
+from .limits import ModelLimits, ModelStats
+from .retry import RetryPolicy
+from .usage import Usage, UsageLedger
+
+
+class LLM(Protocol):
+    """What an agent needs from a model."""
+
+    async def complete(self, model: str, messages: Sequence[Message], **params: Any) -> Completion: ...
+
+
+__all__ = ["LLM", "Completion", "LLMClient", "Message", "ModelError", "ModelLimits", "ModelSpec",
+           "ModelStats", "RetryPolicy", "Usage", "UsageLedger"]

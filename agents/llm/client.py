@@ -1,0 +1,124 @@
+"""LLMClient: the one way agents call a model, over `litellm.acompletion`.
+
+Per call: admission through the model's gate (slots, rpm, tpm), one request with litellm's own
+retries off, failures classified into ModelError at the boundary, and the retry loop of
+`retry.py` around it all. Usage is recorded per successful call; API keys stay out of logs,
+records and exception messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import openai
+import structlog
+import tenacity
+from pydantic import BaseModel, Field, SecretStr
+
+from ._litellm import litellm
+from .errors import ModelError, classify
+from .limits import ModelGate, ModelLimits, ModelStats
+from .retry import RetryPolicy, retrying
+from .usage import Usage, UsageLedger, usage_of
+
+log = structlog.get_logger(__name__)
+Message = dict[str, Any]
+
+
+class ModelSpec(BaseModel):
+    """How to reach one model and how hard it may be used."""
+
+    name: str = Field(description="litellm model name, e.g. 'openai/gpt-4o-mini'")
+    api_base: str | None = None
+    api_key: SecretStr | None = None
+    limits: ModelLimits = Field(default_factory=ModelLimits)
+    timeout: float = Field(120.0, gt=0, description="seconds for one request")
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    finish_reason: str | None
+    usage: Usage
+
+
+class LLMClient:
+    """Calls models by name; models not registered get default limits and litellm's own routing."""
+
+    def __init__(self, models: Sequence[ModelSpec] = (), *, retry: RetryPolicy | None = None) -> None:
+        self.retry = retry or RetryPolicy()
+        self.usage = UsageLedger()
+        self._specs = {spec.name: spec for spec in models}
+        self._gates: dict[str, ModelGate] = {}
+
+    def stats(self, model: str) -> ModelStats:
+        """Live counters of `model` (in flight, waiting, retries, 429s, failures)."""
+        return self._gate(model).stats
+
+    def _spec(self, model: str) -> ModelSpec:
+        return self._specs.get(model) or ModelSpec(name=model)
+
+    def _gate(self, model: str) -> ModelGate:
+        if model not in self._gates:
+            self._gates[model] = ModelGate(model, self._spec(model).limits)
+        return self._gates[model]
+
+    def _secrets(self) -> list[str]:
+        return [s.api_key.get_secret_value() for s in self._specs.values() if s.api_key]
+
+    async def complete(self, model: str, messages: Sequence[Message], **params: Any) -> Completion:
+        """One chat completion, retried per the policy; raises ModelError when it cannot be had."""
+        spec, gate = self._spec(model), self._gate(model)
+        gate.stats.calls += 1
+        started = asyncio.get_running_loop().time()
+        loop = retrying(self.retry, lambda state: self._before_sleep(model, gate, state))
+        try:
+            async for attempt in loop:
+                with attempt:
+                    response = await self._attempt(spec, gate, list(messages), params)
+        except ModelError as exc:
+            gate.stats.failed += 1
+            attempts = loop.statistics.get("attempt_number", 1)
+            log.warning("llm_failed", model=model, kind=exc.kind, attempts=attempts, reason=exc.reason)
+            raise exc.after(attempts) from None
+        gate.stats.succeeded += 1
+        usage = usage_of(model, response, latency_s=asyncio.get_running_loop().time() - started,
+                         attempts=loop.statistics.get("attempt_number", 1))
+        self.usage.add(usage)
+        choice = response.choices[0]
+        return Completion(text=choice.message.content or "", finish_reason=choice.finish_reason, usage=usage)
+
+    async def _attempt(self, spec: ModelSpec, gate: ModelGate, messages: list[Message], params: dict[str, Any]) -> Any:
+        estimate = _estimate_tokens(messages, params)
+        async with gate.admit(estimate):
+            try:
+                response = await litellm.acompletion(
+                    model=spec.name, messages=messages, api_base=spec.api_base,
+                    api_key=spec.api_key.get_secret_value() if spec.api_key else None,
+                    timeout=spec.timeout, max_retries=0, num_retries=0, **params)  # our loop owns retries
+            except openai.OpenAIError as exc:  # every litellm error derives from openai's
+                error = classify(exc, spec.name, self._secrets())
+                if error.kind == "rate_limit":
+                    gate.rate_limited()
+                raise error from None  # the chain would carry the provider's text, key included
+        if not getattr(response, "choices", None):
+            raise ModelError(spec.name, "malformed response: no choices", kind="malformed")
+        gate.succeeded()
+        gate.settle(estimate, int(getattr(response.usage, "total_tokens", 0) or 0))
+        return response
+
+    def _before_sleep(self, model: str, gate: ModelGate, state: tenacity.RetryCallState) -> None:
+        gate.stats.retries += 1
+        exc = state.outcome.exception() if state.outcome else None
+        log.info("llm_retry", model=model, attempt=state.attempt_number, wait=round(state.upcoming_sleep, 3),
+                 kind=getattr(exc, "kind", None), reason=getattr(exc, "reason", repr(exc)))
+
+
+def _estimate_tokens(messages: list[Message], params: dict[str, Any]) -> int:
+    # ~4 characters per token, plus the completion budget: only a reservation, settled afterwards.
+    chars = len(json.dumps(messages, default=str))
+    return chars // 4 + int(params.get("max_tokens") or 0) + 1

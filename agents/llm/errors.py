@@ -1,0 +1,122 @@
+"""ModelError: every failure of a model call, translated at the litellm boundary.
+
+`classify` is the only code that looks at litellm's exception types. It decides what kind of
+failure it was, whether a retry can help, and how long the provider asked us to wait. Reasons are
+redacted, so an API key echoed by a provider never reaches a log line or a traceback.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import re
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import httpx
+import openai
+
+from orchestrator.errors import OrchestratorError
+
+from ._litellm import litellm
+
+# Kinds a retry can cure; everything else (auth, bad_request, context_window, not_found, unknown) is fatal.
+RETRYABLE = frozenset({"rate_limit", "timeout", "connection", "server", "malformed"})
+_PREFIXES = re.compile(r"^(?:(?:litellm\.)?\w+(?:Error|Timeout): |\w+Exception - )*")
+_KEY_PATTERN = re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}")  # OpenAI-style keys, even ones we were not given
+
+
+class ModelError(OrchestratorError):
+    """A model call failed; `kind` says how, `retryable` whether trying again could help."""
+
+    def __init__(self, model: str, reason: str, *, kind: str = "unknown", status: int | None = None,
+                 retry_after: float | None = None, attempts: int = 1) -> None:
+        super().__init__(f"{model}: {reason}" + (f" (after {attempts} attempts)" if attempts > 1 else ""))
+        self.model = model
+        self.reason = reason
+        self.kind = kind
+        self.status = status
+        self.retry_after = retry_after
+        self.attempts = attempts
+
+    @property
+    def retryable(self) -> bool:
+        return self.kind in RETRYABLE
+
+    def after(self, attempts: int) -> ModelError:
+        """The same error, saying how many attempts were spent on it."""
+        return ModelError(self.model, self.reason, kind=self.kind, status=self.status,
+                          retry_after=self.retry_after, attempts=attempts)
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """Remove every known secret, and anything shaped like an API key, from `text`."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "***")
+    return _KEY_PATTERN.sub("sk-***", text)
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in seen:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
+
+
+def _kind(exc: BaseException) -> str:
+    chain = _chain(exc)
+    if any(isinstance(e, json.JSONDecodeError) for e in chain):
+        return "malformed"
+    # Order matters: litellm reports a refused connection as an InternalServerError wrapping it.
+    if any(isinstance(e, (openai.APITimeoutError, httpx.TimeoutException)) for e in chain):
+        return "timeout"
+    if any(isinstance(e, (openai.APIConnectionError, httpx.TransportError)) for e in chain):
+        return "connection"
+    table: list[tuple[type[BaseException], str]] = [
+        (litellm.ContextWindowExceededError, "context_window"),
+        (openai.AuthenticationError, "auth"), (openai.PermissionDeniedError, "auth"),
+        (openai.RateLimitError, "rate_limit"), (openai.NotFoundError, "not_found"),
+        (openai.BadRequestError, "bad_request"), (openai.UnprocessableEntityError, "bad_request"),
+    ]
+    for cls, kind in table:
+        if isinstance(exc, cls):
+            return kind
+    status = getattr(exc, "status_code", None)
+    return "server" if isinstance(status, int) and status >= 500 else "unknown"
+
+
+def retry_after(exc: BaseException) -> float | None:
+    """Seconds the provider asked us to wait (Retry-After or retry-after-ms), if it said."""
+    # litellm 1.100.5 keeps the provider's headers here; `exc.response.headers` is a blank copy.
+    headers: Any = getattr(exc, "litellm_response_headers", None) or getattr(getattr(exc, "response", None), "headers", None)
+    if not headers:
+        return None
+    if (ms := headers.get("retry-after-ms")) is not None:
+        try:
+            return max(0.0, float(ms) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+
+
+def classify(exc: BaseException, model: str, secrets: Iterable[str] = ()) -> ModelError:
+    """Translate a litellm/openai exception into a ModelError (never raises itself)."""
+    kind = _kind(exc)
+    # litellm stacks prefixes ("litellm.RateLimitError: RateLimitError: OpenAIException - ..."): keep one.
+    message = f"{type(exc).__name__}: {_PREFIXES.sub('', str(getattr(exc, 'message', None) or exc))}"
+    if kind == "malformed":
+        message = f"malformed response body from the provider ({message})"
+    status = getattr(exc, "status_code", None)
+    return ModelError(model, redact(message, secrets), kind=kind, status=status if isinstance(status, int) else None,
+                      retry_after=retry_after(exc))

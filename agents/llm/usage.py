@@ -1,0 +1,71 @@
+"""What each call cost: tokens, latency and dollars from litellm's local price map.
+
+A model whose price litellm does not know is recorded with `cost_usd=None` (unknown), never 0,
+so totals can say how much of the spend they could not price.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from ._litellm import litellm
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """One successful call."""
+
+    model: str  # the litellm name we asked for
+    served_model: str | None  # what the provider says answered (response.model)
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float  # from the first attempt to the answer, waits and retries included
+    attempts: int
+    cost_usd: float | None  # None: price unknown
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+def price(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+    """Dollars for these tokens from litellm's local map, or None if the model is not in it."""
+    try:
+        prompt_cost, completion_cost = litellm.cost_per_token(
+            model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+    except Exception as exc:  # litellm raises a bare Exception for unmapped models: that means "unknown"
+        log.debug("llm_price_unknown", model=model, error=str(exc)[:120])
+        return None
+    return float(prompt_cost) + float(completion_cost)
+
+
+def usage_of(model: str, response: Any, *, latency_s: float, attempts: int) -> Usage:
+    counts = getattr(response, "usage", None)
+    prompt = int(getattr(counts, "prompt_tokens", 0) or 0)
+    completion = int(getattr(counts, "completion_tokens", 0) or 0)
+    return Usage(model=model, served_model=getattr(response, "model", None), prompt_tokens=prompt,
+                 completion_tokens=completion, latency_s=latency_s, attempts=attempts,
+                 cost_usd=price(model, prompt, completion))
+
+
+@dataclass
+class UsageLedger:
+    """Every call's usage, in completion order, with totals that keep unknown prices apart."""
+
+    records: list[Usage] = field(default_factory=list)
+
+    def add(self, usage: Usage) -> None:
+        self.records.append(usage)
+
+    @property
+    def known_cost_usd(self) -> float:
+        return sum(u.cost_usd for u in self.records if u.cost_usd is not None)
+
+    @property
+    def unpriced_calls(self) -> int:
+        return sum(1 for u in self.records if u.cost_usd is None)
