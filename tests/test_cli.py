@@ -47,3 +47,18 @@ def test_engine_that_cannot_be_reached(tmp_path):
 @pytest.mark.docker
 def test_image_not_built_for_the_pool():
     assert_one_line_error(run("pool", "demo", "--image", "intercode/never-built", "--size", "1"), "images build")
+
+
+def test_replay_rejects_what_is_not_a_trajectory_file(tmp_path):
+    missing = tmp_path / "none.json"
+    assert_one_line_error(run("replay", str(missing)), "does not exist")
+    wrong = tmp_path / "list.json"
+    wrong.write_text("[1, 2]")
+    assert_one_line_error(run("replay", str(wrong)), "not a trajectory file")
+    partial = tmp_path / "partial.json"
+    partial.write_text('{"0": {"environment": "ic_bash"}}')
+    assert_one_line_error(run("replay", str(partial)), "episode 0", "turn_history")
+
+
+def test_validate_rejects_a_task_set_of_another_kind():
+    assert_one_line_error(run("validate", "bash", "--tasks", "spider"), "not a bash task set")
