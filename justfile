@@ -29,3 +29,7 @@ test *ARGS: images
 # Pool benchmark: lease, action round trip vs docker exec, reset vs create, actions/s
 bench-pool: (images "nl2bash-fs1")
     {{python}} -m benchmarks.bench_pool
+
+# LLM benchmark: 200 Try Again episodes against a scripted provider at 600 rpm / 200 ms (rpm share, 429 share, episodes lost)
+bench-llm: (images "sql-starter")
+    {{python}} -m benchmarks.bench_llm

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from agents.strategies.common import harness_step
 from environments import make_environment
 from environments.base import Environment, TaskUnavailable
 from environments.runtime import Runtime
@@ -122,28 +123,12 @@ async def replay_episode(env: Environment, finder: TaskFinder, episode: Episode)
 
 
 async def harness_turn(env: Environment, action: str) -> tuple[float, str]:
-    """One turn of the original's multi-turn harness; returns (reward, our observation)."""
-    stripped = action.strip()
-    if env.kind == "ctf":
-        if stripped.startswith("submit"):
-            step = await env.step(stripped)
-            return step.reward, step.observation
-        if stripped.startswith("cmd "):  # the older CTF harness prefixed shell commands with `cmd`
-            stripped = stripped[4:]
-        step = await env.step(stripped)
-        return 0.0, step.observation
-    if env.kind == "python":
-        if stripped.startswith("def") and hasattr(env, "step_with_autosubmit"):
-            step = await env.step_with_autosubmit(action)
-            return step.reward, step.observation
-        step = await env.step(action)
-        return 0.0, step.observation
-    if stripped == "submit":
-        return (await env.score())[0], env.observation or ""
-    if stripped == "skip":
-        return 0.0, "skipped"
-    step = await env.step(action)
-    return (await env.score())[0], step.observation
+    """One turn of the original's multi-turn harness (shared with our strategies); the older CTF
+    harness prefixed shell commands with `cmd `."""
+    if env.kind == "ctf" and action.strip().startswith("cmd "):
+        action = action.strip()[4:]
+    reward, observation, _ = await harness_step(env, action)
+    return reward, observation
 
 
 def _reason(recorded: Any, ours: str) -> str:

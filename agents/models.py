@@ -1,0 +1,138 @@
+"""The models a strategy can run with: an LLM through LLMClient, and two offline ones.
+
+    model = resolve_model("openai/gpt-4o", client=client)      # LLMModel
+    model = resolve_model("oracle", client=client)              # the task's gold solution
+    model = resolve_model("replay:runs/x.json", client=client)  # the actions of a trajectory file
+
+Offline models answer like an LLM would, with the action in a fenced block of the kind's
+language, so the strategies' prompting and parsing run the same path with or without a key.
+`resolve_model` rejects a bad name, or a real provider without its key, with one ConfigError
+line before any container starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agents.base import Message, Model
+from orchestrator.errors import ConfigError
+from orchestrator.fidelity.trajectories import Episode, TaskFinder, read_episodes
+from orchestrator.fidelity.validate import gold_actions
+
+if TYPE_CHECKING:
+    from agents.llm import LLMClient
+    from tasks import Task
+
+FENCE = {"bash": "bash", "sql": "sql", "python": "python", "ctf": "bash"}  # CTF actions are shell commands
+
+
+def fenced(task: Task, action: str) -> str:
+    """`action` as a model would write it: one fenced block in the language of the task's kind."""
+    return f"```{FENCE.get(task.env, '')}\n{action}\n```"
+
+
+class LLMModel:
+    """A model behind `LLMClient`; `params` (temperature, max_tokens, ...) go with every call."""
+
+    def __init__(self, client: LLMClient, model: str, **params: Any) -> None:
+        self.client, self.name, self.params = client, model, params
+
+    async def complete(self, messages: Sequence[Message], *, task: Task, turn: int) -> str:
+        return (await self.client.complete(self.name, messages, **self.params)).text
+
+
+class OracleModel:
+    """Answers the gold solution: the actions `validate` runs, one per turn (then `submit` again)."""
+
+    name = "oracle"
+
+    async def complete(self, messages: Sequence[Message], *, task: Task, turn: int) -> str:
+        actions = gold_actions(task)
+        return fenced(task, actions[min(turn, len(actions) - 1)])
+
+
+class ReplayModel:
+    """Plays back the recorded actions of a trajectory file (the original format), turn by turn.
+
+    A task's episode is the one whose query is the task's; failing that, the one the fidelity
+    `TaskFinder` maps to it (dataset file and index, then a close query). Past the recorded
+    actions, or for a task the file does not hold, it answers `submit`.
+    """
+
+    def __init__(self, path: Path, data_dir: Path | None = None) -> None:
+        self.path = Path(path)
+        self.name = f"replay:{self.path}"
+        self.episodes = read_episodes(self.path)  # ConfigError on a missing or malformed file
+        self._finder = TaskFinder(data_dir)
+        self._by_task: dict[str, Episode | None] = {}
+
+    async def complete(self, messages: Sequence[Message], *, task: Task, turn: int) -> str:
+        if task.id not in self._by_task:
+            # TaskFinder reads dataset files: off the event loop.
+            self._by_task[task.id] = await asyncio.to_thread(self._episode_of, task)
+        episode = self._by_task[task.id]
+        if episode is None or turn >= len(episode.turns):
+            return fenced(task, "submit")
+        return fenced(task, episode.turns[turn].action)
+
+    def _episode_of(self, task: Task) -> Episode | None:
+        query = _norm(task.query)
+        for episode in self.episodes:
+            if episode.kind == task.env and _norm(episode.query) == query:
+                return episode
+        for episode in self.episodes:
+            found = self._finder.find(episode) if episode.kind == task.env else None
+            if found is not None and found.id == task.id:
+                return episode
+        return None
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split())
+
+
+def resolve_model(name: str, *, client: LLMClient, data_dir: Path | None = None) -> Model:
+    """The model called `name`: "oracle", "replay:PATH", or a litellm model name (checked here)."""
+    if name == "oracle":
+        return OracleModel()
+    if name.startswith("replay:"):
+        path = name.removeprefix("replay:")
+        if not path:
+            raise ConfigError("replay needs a trajectory file: --model replay:PATH")
+        return ReplayModel(Path(path), data_dir)
+    check_llm(name, client)
+    return LLMModel(client, name)
+
+
+def check_llm(name: str, client: LLMClient) -> None:
+    """Raise ConfigError unless litellm can route `name` and, for a real provider, its key is set."""
+    from agents.llm._litellm import litellm
+
+    spec = client._spec(name)  # noqa: SLF001 — the client's own view of the model (api_base, key)
+    provider = _provider(name, litellm)
+    if provider is None:
+        raise ConfigError(f"unknown model {name!r}: not in litellm's model list; use oracle, replay:PATH, "
+                          "or a provider-prefixed name such as openai/<model> (with an api_base for a local server)")
+    if spec.api_key is not None:
+        return
+    routed = name if "/" in name else f"{provider}/{name}"
+    missing = litellm.validate_environment(model=routed).get("missing_keys") or []
+    if spec.api_base is not None:  # the endpoint is given; its key is still needed (a local one takes any)
+        missing = [var for var in missing if not var.endswith("_BASE")]
+    if missing:
+        raise ConfigError(f"model {name!r} needs {', '.join(missing)} in the environment (not set)")
+
+
+def _provider(name: str, litellm: Any) -> str | None:
+    entry = litellm.model_cost.get(name)
+    if isinstance(entry, dict) and entry.get("litellm_provider"):
+        return str(entry["litellm_provider"])
+    if "/" not in name or name.split("/", 1)[0] not in litellm.provider_list:
+        return None
+    try:
+        return str(litellm.get_llm_provider(name)[1])
+    except Exception:  # noqa: BLE001 — litellm raises assorted types for a name it can't route
+        return None

@@ -1,0 +1,128 @@
+"""What the strategies share: prompt templates, the dialogue window, observation clipping, asking
+the model, and one turn of the original's multi-turn harness.
+
+A turn whose output holds no code executes nothing: reward 0, the retry message as observation.
+Otherwise the action runs and is scored as the original harness did (`harness_step`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from string import Template
+from typing import TYPE_CHECKING
+
+from agents.base import EpisodeOutcome, Message, Model, Turn
+from agents.llm.errors import ModelError
+from agents.parsing import extract_action
+from environments.base import ACTION_EXECUTED, Environment
+
+if TYPE_CHECKING:
+    from tasks import Task
+
+PROMPTS = Path(__file__).resolve().parent.parent / "prompts"
+OBSERVATION_LIMIT = 800  # characters of an observation put into the prompt, as in the original
+TRUNCATED = "\n The Observation is truncated due to the length is too long."
+DIALOGUE_LIMIT = 10  # turns kept in the prompt besides the system prompt and the question
+
+LANGUAGE = {"bash": "BASH", "sql": "SQL", "python": "PYTHON", "ctf": "BASH"}
+SETTING = {"bash": "Bourne Shell", "sql": "MySQL Database", "python": "Python 3 Interpreter",
+           "ctf": "Ubuntu machine"}
+
+
+def prompt(name: str, kind: str, **fields: object) -> str:
+    """Template `name` for environment `kind` (`<name>_<kind>.txt` if there is one, else
+    `<name>.txt`), with $language, $setting and `fields` filled in."""
+    path = PROMPTS / f"{name}_{kind}.txt"
+    if not path.is_file():
+        path = PROMPTS / f"{name}.txt"
+    values = {"language": LANGUAGE[kind], "setting": SETTING[kind], **fields}
+    return Template(path.read_text()).substitute(values)
+
+
+def retry_message(kind: str) -> str:
+    """The observation of a turn without code (the replay recognises it by its first words)."""
+    return prompt("retry", kind)
+
+
+def clip(observation: str, limit: int = OBSERVATION_LIMIT) -> str:
+    """`observation` cut to `limit` characters, saying so, before it goes into a prompt."""
+    if len(observation) <= limit:
+        return observation
+    return observation[:limit] + TRUNCATED
+
+
+@dataclass
+class Dialogue:
+    """The messages of an episode: a pinned head (system prompt, question) and the turns after it,
+    of which only the last `limit` (an answer and the feedback to it) are sent."""
+
+    head: list[Message]
+    limit: int | None = DIALOGUE_LIMIT
+    body: list[Message] = field(default_factory=list)
+
+    def add(self, role: str, content: str) -> None:
+        self.body.append({"role": role, "content": content})
+
+    def window(self) -> list[Message]:
+        if self.limit is None or len(self.body) <= 2 * self.limit:
+            return self.head + self.body
+        return self.head + self.body[len(self.body) - 2 * self.limit:]
+
+
+async def ask(model: Model, dialogue: Dialogue, task: Task, turn: int) -> str:
+    """The model's answer to the dialogue's window; it becomes part of the dialogue."""
+    output = await model.complete(dialogue.window(), task=task, turn=turn)
+    dialogue.add("assistant", output)
+    return output
+
+
+async def harness_step(env: Environment, action: str) -> tuple[float, str, bool]:
+    """Run `action` as the original's multi-turn harness did; (reward, observation, executed).
+    Bash and SQL score every action without ending the episode; Python auto-submits a `def`
+    (other actions score 0); CTF scores only `submit FLAG`. A bare `submit` or `skip` ends it."""
+    stripped = action.strip()
+    if stripped.startswith("submit") or stripped == "skip":
+        step = await env.step(stripped)
+        return step.reward, step.observation, True
+    if env.kind == "python" and stripped.startswith("def") and hasattr(env, "step_with_autosubmit"):
+        step = await env.step_with_autosubmit(stripped)
+        return step.reward, step.observation, bool(step.info.get(ACTION_EXECUTED))
+    step = await env.step(action)
+    executed = bool(step.info.get(ACTION_EXECUTED))
+    if env.kind in ("python", "ctf"):
+        return 0.0, step.observation, executed
+    return (await env.score())[0], step.observation, executed
+
+
+async def scored_turn(env: Environment, output: str, action: str | None) -> Turn:
+    """One turn of the harness: the retry message when there is no code, else run and score."""
+    if action is None:
+        return Turn(output, None, retry_message(env.kind), 0.0, False)
+    reward, observation, executed = await harness_step(env, action)
+    return Turn(output, action, observation, reward, executed)
+
+
+def action_of(output: str, kind: str) -> str | None:
+    return extract_action(output, kind)
+
+
+def keep_going_on_wrong_flags(env: Environment) -> None:
+    """The paper's multi-turn CTF runs let the agent submit again after a wrong flag."""
+    if env.kind == "ctf":
+        env.wrong_flag_ends = False  # type: ignore[attr-defined]
+
+
+def failed(outcome: EpisodeOutcome, error: ModelError) -> EpisodeOutcome:
+    """The episode ends on a model failure: recorded as such, never scored as an answer."""
+    outcome.status, outcome.error = "model_error", str(error)
+    return outcome
+
+
+def finish(outcome: EpisodeOutcome, *, ran_out: bool) -> EpisodeOutcome:
+    """Set the status: solved when the last turn reached reward 1, else out of turns or submitted."""
+    if outcome.turns and outcome.turns[-1].reward == 1.0:
+        outcome.status = "solved"
+    else:
+        outcome.status = "max_turns" if ran_out else "submitted"
+    return outcome

@@ -1,0 +1,68 @@
+"""ReAct: Thought / Action / Observation turns. Actions run as plain steps (reward 0); the episode
+ends when the model submits (the submission is scored) or skips. Out of turns, it is submitted for
+it, as the original did, and that submission is recorded as one more turn (with no output).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agents.base import EpisodeOutcome, Model, Turn
+from agents.llm.errors import ModelError
+from agents.parsing import extract_react_action
+from agents.strategies.common import (DIALOGUE_LIMIT, OBSERVATION_LIMIT, Dialogue, ask, clip, failed, finish,
+                                      keep_going_on_wrong_flags, prompt)
+from environments.base import ACTION_EXECUTED
+
+if TYPE_CHECKING:
+    from environments.base import Environment
+    from tasks import Task
+
+SUBMIT = {
+    "ctf": (" <flag>", "give the flag you found"),
+    "python": (" <function name>", "your function is tested"),
+}
+DEFAULT_SUBMIT = ("", "the output of your last command is taken as the answer")
+
+
+class ReAct:
+    name = "react"
+
+    def __init__(self, dialogue_limit: int | None = DIALOGUE_LIMIT, observation_limit: int = OBSERVATION_LIMIT) -> None:
+        self.dialogue_limit = dialogue_limit
+        self.observation_limit = observation_limit
+
+    async def run(self, env: Environment, task: Task, model: Model, *, max_turns: int) -> EpisodeOutcome:
+        outcome = EpisodeOutcome(task.id)
+        keep_going_on_wrong_flags(env)
+        await env.reset(task)
+        argument, meaning = SUBMIT.get(env.kind, DEFAULT_SUBMIT)
+        system = prompt("react", env.kind, submit_argument=argument, submit_meaning=meaning)
+        dialogue = Dialogue([{"role": "system", "content": system},
+                             {"role": "user", "content": f"Question: {task.query}"}], self.dialogue_limit)
+        for number in range(max_turns):
+            try:
+                output = await ask(model, dialogue, task, number)
+            except ModelError as exc:
+                return failed(outcome, exc)
+            turn = await self._turn(env, output, argument)
+            outcome.turns.append(turn)
+            if env.done or turn.reward == 1.0:
+                return finish(outcome, ran_out=False)
+            dialogue.add("user", self._feedback(env.kind, turn))
+        step = await env.step("submit")  # out of turns: what is there is the answer
+        outcome.turns.append(Turn("", "submit", step.observation, step.reward, True))
+        return finish(outcome, ran_out=True)
+
+    async def _turn(self, env: Environment, output: str, argument: str) -> Turn:
+        action = extract_react_action(output, env.kind)
+        if action is None:
+            return Turn(output, None, prompt("react_no_action", env.kind, submit_argument=argument), 0.0, False)
+        step = await env.step(action)
+        return Turn(output, action, step.observation, step.reward, bool(step.info.get(ACTION_EXECUTED)))
+
+    def _feedback(self, kind: str, turn: Turn) -> str:
+        if turn.action is None:
+            return turn.observation
+        observation = clip(turn.observation, self.observation_limit) or "No output"
+        return prompt("react_observation", kind, observation=observation)

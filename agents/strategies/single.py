@@ -1,0 +1,36 @@
+"""Single Turn: the model gets one action; it runs and is scored as if submitted right after."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agents.base import EpisodeOutcome, Model
+from agents.llm.errors import ModelError
+from agents.strategies.common import DIALOGUE_LIMIT, Dialogue, action_of, ask, failed, prompt, scored_turn
+
+if TYPE_CHECKING:
+    from environments.base import Environment
+    from tasks import Task
+
+
+class SingleTurn:
+    name = "single"
+
+    def __init__(self, dialogue_limit: int | None = DIALOGUE_LIMIT) -> None:
+        self.dialogue_limit = dialogue_limit
+
+    async def run(self, env: Environment, task: Task, model: Model, *, max_turns: int = 1) -> EpisodeOutcome:
+        """One turn whatever `max_turns` says; success is that turn's reward being 1."""
+        outcome = EpisodeOutcome(task.id)
+        await env.reset(task)
+        dialogue = Dialogue([{"role": "system", "content": prompt("single", env.kind)},
+                             {"role": "user", "content": prompt("query", env.kind, query=task.query)}],
+                            self.dialogue_limit)
+        try:
+            output = await ask(model, dialogue, task, 0)
+        except ModelError as exc:
+            return failed(outcome, exc)
+        turn = await scored_turn(env, output, action_of(output, env.kind))
+        outcome.turns.append(turn)
+        outcome.status = "solved" if turn.reward == 1.0 else "submitted"
+        return outcome

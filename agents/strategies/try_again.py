@@ -1,0 +1,59 @@
+"""Try Again: act, see the output (and the reward), act again, until reward 1 or `max_turns`.
+
+Every action is scored right after it without ending the episode, by the original harness's rule
+(`common.harness_step`). A reply without code runs nothing: reward 0, the retry message back.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agents.base import EpisodeOutcome, Model, Turn
+from agents.llm.errors import ModelError
+from agents.strategies.common import (DIALOGUE_LIMIT, OBSERVATION_LIMIT, Dialogue, action_of, ask, clip, failed,
+                                      finish, keep_going_on_wrong_flags, prompt, scored_turn)
+
+if TYPE_CHECKING:
+    from environments.base import Environment
+    from tasks import Task
+
+
+class TryAgain:
+    name = "try_again"
+
+    def __init__(self, show_reward: bool = True, dialogue_limit: int | None = DIALOGUE_LIMIT,
+                 observation_limit: int = OBSERVATION_LIMIT) -> None:
+        self.show_reward = show_reward
+        self.dialogue_limit = dialogue_limit
+        self.observation_limit = observation_limit
+
+    async def run(self, env: Environment, task: Task, model: Model, *, max_turns: int) -> EpisodeOutcome:
+        outcome = EpisodeOutcome(task.id)
+        keep_going_on_wrong_flags(env)
+        await env.reset(task)
+        dialogue = Dialogue([{"role": "system", "content": self._system(env.kind)},
+                             {"role": "user", "content": prompt("query", env.kind, query=task.query)}],
+                            self.dialogue_limit)
+        for number in range(max_turns):
+            try:
+                output = await ask(model, dialogue, task, number)
+            except ModelError as exc:
+                return failed(outcome, exc)
+            turn = await scored_turn(env, output, action_of(output, env.kind))
+            outcome.turns.append(turn)
+            if turn.reward == 1.0 or env.done:
+                return finish(outcome, ran_out=False)
+            dialogue.add("user", self._feedback(env.kind, task, turn))
+        return finish(outcome, ran_out=True)
+
+    def _system(self, kind: str) -> str:
+        shows = self.show_reward and kind != "ctf"
+        note = ", with a reward between 0 and 1 that says how close you are (1 means solved)" if shows else ""
+        return prompt("system", kind, reward_note=note)
+
+    def _feedback(self, kind: str, task: Task, turn: Turn) -> str:
+        if turn.action is None:
+            return turn.observation  # the retry message, as it is
+        observation = clip(turn.observation, self.observation_limit) or "No output"
+        reward_line = f"Reward: {turn.reward}\n" if self.show_reward else ""
+        return prompt("observation", kind, observation=observation, reward_line=reward_line, query=task.query)

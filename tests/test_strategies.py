@@ -1,0 +1,165 @@
+"""The four strategies with scripted models, on the starter tasks in real containers."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+
+import aiodocker
+import pytest
+
+from agents.base import Message, get_strategy
+from agents.llm import LLMClient, ModelError, ModelSpec
+from agents.llm.server import Rule, ScriptedLLMServer, ServerConfig
+from agents.scripted import ScriptedModel
+from agents.strategies.common import retry_message
+from environments import make_environment
+from environments.runtime import Runtime
+from tasks import Task, load_tasks
+from tests.conftest import clean_runtime, require_image
+
+pytestmark = pytest.mark.docker
+GREP = "```bash\ngrep -c ERROR /starter/logs/app.log\n```"  # the gold of starter-bash/0
+GENRES = "```sql\nSELECT genre, COUNT(*) FROM books GROUP BY genre\n```"  # the gold of starter-sql/1
+
+
+@pytest.fixture(scope="module")
+async def runtime(docker: aiodocker.Docker) -> AsyncIterator[Runtime]:
+    for image in ("intercode/sql-starter", "intercode/python"):
+        await require_image(docker, image)
+    async with clean_runtime(docker, "intercode/starter") as runtime:
+        yield runtime
+
+
+def task(kind: str, index: int = 0) -> Task:
+    return load_tasks(f"starter-{kind}")[index]
+
+
+async def play(runtime: Runtime, strategy: str, task: Task, outputs: Sequence[str | BaseException],
+               max_turns: int = 5, **options: object):
+    model = ScriptedModel(outputs)
+    async with make_environment(task.env, runtime) as env:
+        outcome = await get_strategy(strategy, **options).run(env, task, model, max_turns=max_turns)
+    return outcome, model
+
+
+def last_user(messages: list[Message]) -> str:
+    return [m for m in messages if m["role"] == "user"][-1]["content"]
+
+
+async def test_single_turn_scores_its_one_action(runtime: Runtime) -> None:
+    outcome, model = await play(runtime, "single", task("sql", 1), [GENRES, "never asked"])
+    assert len(outcome.turns) == 1 and len(model.calls) == 1
+    assert outcome.turns[0].reward == 1.0 and outcome.status == "solved" and outcome.success
+
+
+async def test_single_turn_without_code_runs_nothing(runtime: Runtime) -> None:
+    outcome, _ = await play(runtime, "single", task("sql", 1), ["The genres are fiction and poetry."])
+    (turn,) = outcome.turns
+    assert (turn.action, turn.executed, turn.reward) == (None, False, 0.0)
+    assert turn.observation == retry_message("sql") and not outcome.success
+
+
+async def test_try_again_retries_without_code_and_stops_at_reward_one(runtime: Runtime) -> None:
+    outputs = ["I would count the errors.", "```bash\nls /starter/logs\n```", GREP, "```bash\necho never\n```"]
+    outcome, model = await play(runtime, "try_again", task("bash"), outputs)
+    assert [t.action for t in outcome.turns] == [None, "ls /starter/logs", GREP.split("\n")[1]]
+    assert [t.executed for t in outcome.turns] == [False, True, True]
+    assert outcome.turns[0].reward == 0.0 and outcome.turns[1].reward < 1.0 and outcome.turns[2].reward == 1.0
+    assert outcome.turns[0].observation == retry_message("bash")
+    assert last_user(model.calls[1]) == retry_message("bash")  # the retry message is what the model sees next
+    assert "app.log" in last_user(model.calls[2]) and "Reward: " in last_user(model.calls[2])
+    assert outcome.status == "solved" and len(model.calls) == 3
+
+
+async def test_try_again_runs_out_of_turns(runtime: Runtime) -> None:
+    outputs = ["```sql\nSELECT title FROM books\n```"] * 4
+    outcome, model = await play(runtime, "try_again", task("sql", 1), outputs, max_turns=3,
+                                show_reward=False, dialogue_limit=1)
+    assert len(outcome.turns) == 3 and outcome.status == "max_turns"
+    assert all(t.executed and t.reward < 1.0 for t in outcome.turns)
+    assert all("Reward:" not in m["content"] for call in model.calls for m in call)
+    assert len(model.calls[2]) == 4  # system, question, and the last turn only (dialogue_limit=1)
+
+
+async def test_try_again_python_autosubmits_a_def(runtime: Runtime) -> None:
+    wrong = "```python\ndef sum_even_squares(nums):\n    return -1\n```"
+    right = "```python\ndef sum_even_squares(nums):\n    return sum(n * n for n in nums if n % 2 == 0)\n```"
+    outcome, _ = await play(runtime, "try_again", task("python"), ["```python\n1 + 1\n```", wrong, right])
+    assert [t.reward for t in outcome.turns] == [0.0, 0.0, 1.0]
+    assert outcome.turns[0].observation == "{'output': '2', 'error': ''}"
+    assert outcome.status == "solved"
+
+
+async def test_try_again_ctf_goes_on_after_a_wrong_flag(runtime: Runtime) -> None:
+    ctf = task("ctf")
+    outputs = ["```bash\nsubmit starter{wrong}\n```", f"```bash\nsubmit {ctf.gold_text}\n```"]
+    outcome, _ = await play(runtime, "try_again", ctf, outputs)
+    assert [t.reward for t in outcome.turns] == [0.0, 1.0] and outcome.status == "solved"
+
+
+async def test_react_submits_and_scores_the_submission(runtime: Runtime) -> None:
+    outputs = ["Thought: where are the logs?\nAction: execute[ls /starter/logs]",
+               "Thought: count them\nAction: execute[grep -c ERROR /starter/logs/app.log]\nObservation: 3",
+               "Thought: the last output answers it\nAction: submit"]
+    outcome, model = await play(runtime, "react", task("bash"), outputs)
+    assert [t.action for t in outcome.turns] == ["ls /starter/logs", "grep -c ERROR /starter/logs/app.log", "submit"]
+    assert [t.reward for t in outcome.turns] == [0.0, 0.0, 1.0] and outcome.status == "solved"
+    assert last_user(model.calls[1]).startswith("Observation: ")
+
+
+async def test_react_is_submitted_for_it_at_max_turns(runtime: Runtime) -> None:
+    outputs = ["Thought: hmm\nAction: ask someone", "Thought: look\nAction: execute[ls /starter]"]
+    outcome, _ = await play(runtime, "react", task("bash"), outputs, max_turns=2)
+    assert [t.action for t in outcome.turns] == [None, "ls /starter", "submit"]
+    assert [t.executed for t in outcome.turns] == [False, True, True]
+    assert outcome.status == "max_turns" and outcome.reward < 1.0
+
+
+async def test_plan_solve_runs_one_action_per_step(runtime: Runtime) -> None:
+    outputs = ["1. Show the tables\n2. Count the books of each genre", "```sql\nSHOW TABLES\n```", GENRES]
+    outcome, model = await play(runtime, "plan_solve", task("sql", 1), outputs)
+    assert len(outcome.turns) == 2 and [t.reward for t in outcome.turns][-1] == 1.0
+    assert "Step: Show the tables" in last_user(model.calls[1])
+    assert "Step: Count the books of each genre" in last_user(model.calls[2])
+    assert outcome.status == "solved"
+
+
+async def test_plan_solve_refines_once(runtime: Runtime) -> None:
+    outputs = ["1. Count the books", "```sql\nSELECT COUNT(*) FROM books\n```", "no code here", GENRES]
+    outcome, _ = await play(runtime, "plan_solve", task("sql", 1), outputs, refine=True, refine_turns=2)
+    assert [t.executed for t in outcome.turns] == [True, False, True]
+    assert [t.reward for t in outcome.turns][1:] == [0.0, 1.0] and outcome.status == "solved"
+    outcome, _ = await play(runtime, "plan_solve", task("sql", 1), outputs[:3], refine=False)
+    assert len(outcome.turns) == 1 and outcome.status == "submitted"
+
+
+@pytest.mark.parametrize("strategy", ["single", "try_again", "react", "plan_solve"])
+async def test_model_error_fails_the_episode(runtime: Runtime, strategy: str) -> None:
+    error = ModelError("scripted", "rate limited for good", kind="rate_limit")
+    outcome, _ = await play(runtime, strategy, task("bash"), [error])
+    assert outcome.status == "model_error" and "rate limited" in (outcome.error or "")
+    assert outcome.turns == [] and not outcome.success
+
+
+class ClientModel:
+    """The smallest adapter of LLMClient to the Model protocol (agents/models.py has the real one)."""
+
+    def __init__(self, client: LLMClient, name: str) -> None:
+        self.client, self.name = client, name
+
+    async def complete(self, messages: Sequence[Message], *, task: Task, turn: int) -> str:
+        return (await self.client.complete(self.name, messages)).text
+
+
+async def test_try_again_with_llm_client_and_scripted_server(runtime: Runtime) -> None:
+    config = ServerConfig(rules=[Rule(pattern="Reward", answer=GREP)],
+                          default_answer="Let me see.\n```bash\nls /starter/logs\n```")
+    name = "openai/scripted-agent"
+    async with ScriptedLLMServer(config) as server:
+        client = LLMClient([ModelSpec(name=name, api_base=f"{server.base_url}/v1", api_key="sk-test-0000", timeout=10)])
+        async with make_environment("bash", runtime) as env:
+            outcome = await get_strategy("try_again").run(env, task("bash"), ClientModel(client, name), max_turns=4)
+        bodies = [r.body for r in server.requests if r.body]
+    assert [t.reward for t in outcome.turns][-1] == 1.0 and len(outcome.turns) == 2
+    assert outcome.status == "solved" and len(bodies) == 2
+    assert bodies[0]["messages"][0]["role"] == "system"
