@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from .budget import Budget, BudgetExhausted
 from .client import Completion, LLMClient, Message, ModelSpec
 from .errors import ModelError
 from .limits import ModelLimits, ModelStats
@@ -22,5 +23,5 @@ class LLM(Protocol):
     async def complete(self, model: str, messages: Sequence[Message], **params: Any) -> Completion: ...
 
 
-__all__ = ["LLM", "Completion", "LLMClient", "Message", "ModelError", "ModelLimits", "ModelSpec",
+__all__ = ["LLM", "Budget", "BudgetExhausted", "Completion", "LLMClient", "Message", "ModelError", "ModelLimits", "ModelSpec",
            "ModelStats", "RetryPolicy", "Usage", "UsageLedger"]

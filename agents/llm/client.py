@@ -20,6 +20,7 @@ import tenacity
 from pydantic import BaseModel, Field, SecretStr
 
 from ._litellm import litellm
+from .budget import Budget
 from .errors import ModelError, classify
 from .limits import ModelGate, ModelLimits, ModelStats
 from .retry import RetryPolicy, retrying
@@ -49,8 +50,10 @@ class Completion:
 class LLMClient:
     """Calls models by name; models not registered get default limits and litellm's own routing."""
 
-    def __init__(self, models: Sequence[ModelSpec] = (), *, retry: RetryPolicy | None = None) -> None:
+    def __init__(self, models: Sequence[ModelSpec] = (), *, retry: RetryPolicy | None = None,
+                 budget: Budget | None = None) -> None:
         self.retry = retry or RetryPolicy()
+        self.budget = budget
         self.usage = UsageLedger()
         self._specs = {spec.name: spec for spec in models}
         self._gates: dict[str, ModelGate] = {}
@@ -73,6 +76,8 @@ class LLMClient:
     async def complete(self, model: str, messages: Sequence[Message], **params: Any) -> Completion:
         """One chat completion, retried per the policy; raises ModelError when it cannot be had."""
         spec, gate = self._spec(model), self._gate(model)
+        if self.budget is not None:
+            self.budget.check(model)
         gate.stats.calls += 1
         started = asyncio.get_running_loop().time()
         loop = retrying(self.retry, lambda state: self._before_sleep(model, gate, state))
@@ -89,6 +94,8 @@ class LLMClient:
         usage = usage_of(model, response, latency_s=asyncio.get_running_loop().time() - started,
                          attempts=loop.statistics.get("attempt_number", 1))
         self.usage.add(usage)
+        if self.budget is not None:
+            self.budget.spend(usage)
         choice = response.choices[0]
         return Completion(text=choice.message.content or "", finish_reason=choice.finish_reason, usage=usage)
 

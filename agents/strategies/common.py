@@ -114,8 +114,10 @@ def keep_going_on_wrong_flags(env: Environment) -> None:
 
 
 def failed(outcome: EpisodeOutcome, error: ModelError) -> EpisodeOutcome:
-    """The episode ends on a model failure: recorded as such, never scored as an answer."""
-    outcome.status, outcome.error = "model_error", str(error)
+    """The episode ends on a model failure or a spent budget: recorded as such, never scored as
+    an answer (EpisodeOutcome.success is False for both)."""
+    outcome.status = "budget_exhausted" if error.kind == "budget" else "model_error"
+    outcome.error = str(error)
     return outcome
 
 
