@@ -51,7 +51,6 @@ async def test_an_episode_cut_by_the_budget_is_marked_and_not_scored(docker: aio
         run_id = f"test-{uuid.uuid4().hex[:8]}"
         async with Runtime.open(run_id=run_id) as runtime:
             async with make_environment("sql", runtime) as env:
-                await env.reset(task)
                 outcome = await get_strategy("try_again").run(env, task, model, max_turns=5)
         assert not await containers_of_run(docker, run_id)
     assert answer not in [t.output for t in outcome.turns]

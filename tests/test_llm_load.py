@@ -23,7 +23,6 @@ MODEL = "openai/gpt-4o-mini"
 
 async def episode(runtime: Runtime, task: Task, model: LLMModel) -> EpisodeOutcome:
     async with make_environment("sql", runtime) as env:
-        await env.reset(task)
         return await get_strategy("single").run(env, task, model, max_turns=1)
 
 

@@ -107,6 +107,18 @@ def action_of(output: str, kind: str) -> str | None:
     return extract_action(output, kind)
 
 
+async def begin(env: Environment, task: Task, system: str, dialogue_limit: int | None, *,
+                question: str | None = None, retry_flags: bool = True) -> tuple[EpisodeOutcome, Dialogue]:
+    """Start an episode the way every strategy does: reset the environment, open the dialogue with
+    the system prompt and the question, and (multi-turn) let CTF agents retry a wrong flag."""
+    if retry_flags:
+        keep_going_on_wrong_flags(env)
+    await env.reset(task)
+    question = question if question is not None else prompt("query", env.kind, query=task.query)
+    messages: list[Message] = [{"role": "system", "content": system}, {"role": "user", "content": question}]
+    return EpisodeOutcome(task.id), Dialogue(messages, dialogue_limit)
+
+
 def keep_going_on_wrong_flags(env: Environment) -> None:
     """The paper's multi-turn CTF runs let the agent submit again after a wrong flag."""
     if env.kind == "ctf":

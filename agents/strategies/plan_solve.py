@@ -11,8 +11,19 @@ from typing import TYPE_CHECKING
 
 from agents.base import EpisodeOutcome, Model, Turn
 from agents.llm.errors import ModelError
-from agents.strategies.common import (DIALOGUE_LIMIT, OBSERVATION_LIMIT, Dialogue, action_of, ask, clip, failed,
-                                      finish, keep_going_on_wrong_flags, prompt, scored_turn)
+from agents.strategies.common import (
+    DIALOGUE_LIMIT,
+    OBSERVATION_LIMIT,
+    Dialogue,
+    action_of,
+    ask,
+    begin,
+    clip,
+    failed,
+    finish,
+    prompt,
+    scored_turn,
+)
 
 if TYPE_CHECKING:
     from environments.base import Environment
@@ -38,12 +49,7 @@ class PlanSolve:
 
     async def run(self, env: Environment, task: Task, model: Model, *, max_turns: int) -> EpisodeOutcome:
         """At most `max_turns` plan steps are carried out (a longer plan is cut)."""
-        outcome = EpisodeOutcome(task.id)
-        keep_going_on_wrong_flags(env)
-        await env.reset(task)
-        dialogue = Dialogue([{"role": "system", "content": prompt("plan", env.kind)},
-                             {"role": "user", "content": prompt("query", env.kind, query=task.query)}],
-                            self.dialogue_limit)
+        outcome, dialogue = await begin(env, task, prompt("plan", env.kind), self.dialogue_limit)
         try:
             plan = await ask(model, dialogue, task, 0)
             steps = plan_steps(plan) or [f"Answer the question: {task.query}"]

@@ -10,8 +10,16 @@ from typing import TYPE_CHECKING
 from agents.base import EpisodeOutcome, Model, Turn
 from agents.llm.errors import ModelError
 from agents.parsing import extract_react_action
-from agents.strategies.common import (DIALOGUE_LIMIT, OBSERVATION_LIMIT, Dialogue, ask, clip, failed, finish,
-                                      keep_going_on_wrong_flags, prompt)
+from agents.strategies.common import (
+    DIALOGUE_LIMIT,
+    OBSERVATION_LIMIT,
+    ask,
+    begin,
+    clip,
+    failed,
+    finish,
+    prompt,
+)
 from environments.base import ACTION_EXECUTED
 
 if TYPE_CHECKING:
@@ -33,13 +41,9 @@ class ReAct:
         self.observation_limit = observation_limit
 
     async def run(self, env: Environment, task: Task, model: Model, *, max_turns: int) -> EpisodeOutcome:
-        outcome = EpisodeOutcome(task.id)
-        keep_going_on_wrong_flags(env)
-        await env.reset(task)
         argument, meaning = SUBMIT.get(env.kind, DEFAULT_SUBMIT)
         system = prompt("react", env.kind, submit_argument=argument, submit_meaning=meaning)
-        dialogue = Dialogue([{"role": "system", "content": system},
-                             {"role": "user", "content": f"Question: {task.query}"}], self.dialogue_limit)
+        outcome, dialogue = await begin(env, task, system, self.dialogue_limit, question=f"Question: {task.query}")
         for number in range(max_turns):
             try:
                 output = await ask(model, dialogue, task, number)

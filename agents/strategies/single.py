@@ -6,7 +6,15 @@ from typing import TYPE_CHECKING
 
 from agents.base import EpisodeOutcome, Model
 from agents.llm.errors import ModelError
-from agents.strategies.common import DIALOGUE_LIMIT, Dialogue, action_of, ask, failed, prompt, scored_turn
+from agents.strategies.common import (
+    DIALOGUE_LIMIT,
+    action_of,
+    ask,
+    begin,
+    failed,
+    prompt,
+    scored_turn,
+)
 
 if TYPE_CHECKING:
     from environments.base import Environment
@@ -21,11 +29,7 @@ class SingleTurn:
 
     async def run(self, env: Environment, task: Task, model: Model, *, max_turns: int = 1) -> EpisodeOutcome:
         """One turn whatever `max_turns` says; success is that turn's reward being 1."""
-        outcome = EpisodeOutcome(task.id)
-        await env.reset(task)
-        dialogue = Dialogue([{"role": "system", "content": prompt("single", env.kind)},
-                             {"role": "user", "content": prompt("query", env.kind, query=task.query)}],
-                            self.dialogue_limit)
+        outcome, dialogue = await begin(env, task, prompt("single", env.kind), self.dialogue_limit, retry_flags=False)
         try:
             output = await ask(model, dialogue, task, 0)
         except ModelError as exc:

@@ -10,8 +10,18 @@ from typing import TYPE_CHECKING
 
 from agents.base import EpisodeOutcome, Model, Turn
 from agents.llm.errors import ModelError
-from agents.strategies.common import (DIALOGUE_LIMIT, OBSERVATION_LIMIT, Dialogue, action_of, ask, clip, failed,
-                                      finish, keep_going_on_wrong_flags, prompt, scored_turn)
+from agents.strategies.common import (
+    DIALOGUE_LIMIT,
+    OBSERVATION_LIMIT,
+    action_of,
+    ask,
+    begin,
+    clip,
+    failed,
+    finish,
+    prompt,
+    scored_turn,
+)
 
 if TYPE_CHECKING:
     from environments.base import Environment
@@ -28,12 +38,7 @@ class TryAgain:
         self.observation_limit = observation_limit
 
     async def run(self, env: Environment, task: Task, model: Model, *, max_turns: int) -> EpisodeOutcome:
-        outcome = EpisodeOutcome(task.id)
-        keep_going_on_wrong_flags(env)
-        await env.reset(task)
-        dialogue = Dialogue([{"role": "system", "content": self._system(env.kind)},
-                             {"role": "user", "content": prompt("query", env.kind, query=task.query)}],
-                            self.dialogue_limit)
+        outcome, dialogue = await begin(env, task, self._system(env.kind), self.dialogue_limit)
         for number in range(max_turns):
             try:
                 output = await ask(model, dialogue, task, number)
