@@ -67,8 +67,8 @@ SPECS: tuple[ImageSpec, ...] = (
                             "wikisql.sql": "sql/wikisql/ic_wikisql_dev.sql"})),
     # The project's own starter tasks: no benchmark data needed.
     ImageSpec("starter", "starter/Dockerfile", files=("starter/make-fs.sh", COMMIT_ROOT), parent="nl2bash-base"),
-    ImageSpec("sql-starter", "sql-starter/Dockerfile",
-              files=("sql/intercode.cnf", "sql/load-data.sh", "sql-starter/starter.sql")),
+    ImageSpec("sql-starter", "sql/Dockerfile", files=("sql/intercode.cnf", "sql/load-data.sh", "sql-starter/starter.sql"),
+              buildargs=_frozen({"DUMPS": "sql-starter/"})),
 )
 BY_NAME: Mapping[str, ImageSpec] = MappingProxyType({spec.name: spec for spec in SPECS})
 
