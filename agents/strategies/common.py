@@ -7,6 +7,7 @@ Otherwise the action runs and is scored as the original harness did (`harness_st
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
@@ -33,11 +34,17 @@ SETTING = {"bash": "Bourne Shell", "sql": "MySQL Database", "python": "Python 3 
 def prompt(name: str, kind: str, **fields: object) -> str:
     """Template `name` for environment `kind` (`<name>_<kind>.txt` if there is one, else
     `<name>.txt`), with $language, $setting and `fields` filled in."""
+    values = {"language": LANGUAGE[kind], "setting": SETTING[kind], **fields}
+    return _template(name, kind).substitute(values)
+
+
+@functools.cache
+def _template(name: str, kind: str) -> Template:
+    """Read once per process: strategies ask for prompts every turn, inside the event loop."""
     path = PROMPTS / f"{name}_{kind}.txt"
     if not path.is_file():
         path = PROMPTS / f"{name}.txt"
-    values = {"language": LANGUAGE[kind], "setting": SETTING[kind], **fields}
-    return Template(path.read_text()).substitute(values)
+    return Template(path.read_text())
 
 
 def retry_message(kind: str) -> str:
