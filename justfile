@@ -1,4 +1,4 @@
-# InterCode Orchestrator tasks. Run through ./dev (it makes the virtualenv first): ./dev demo, ./dev test
+# InterCode Orchestrator tasks. Run through ./dev (it makes the virtualenv first): ./dev quickstart, ./dev test
 
 set shell := ["bash", "-euo", "pipefail", "-c"]
 
@@ -18,12 +18,24 @@ engine:
 images *NAMES: engine
     {{python}} -m orchestrator images build {{NAMES}} --data-dir {{data_dir}}
 
-# Quickstart: engine, images, then a small demo of the warm pool
-demo: (images "nl2bash-fs1")
+# Quickstart: the starter tasks × two offline models × two strategies (builds what it needs), then its report
+quickstart: engine
+    {{python}} -m orchestrator sweep examples/quickstart.toml
+
+# Run a sweep file (resumes where it stopped), e.g. just sweep examples/intercode-paper.toml
+sweep FILE *ARGS: engine
+    {{python}} -m orchestrator sweep {{FILE}} --data-dir {{data_dir}} {{ARGS}}
+
+# A small demo of the warm pool alone
+pool-demo: (images "nl2bash-fs1")
     {{python}} -m orchestrator pool demo --size 4 --episodes 16
 
+# Headless Chromium, which the report tests render the HTML report in
+chromium:
+    scripts/ensure-chromium.sh
+
 # The test suite against the real engine (builds the images the tests need first)
-test *ARGS: images
+test *ARGS: images chromium
     {{python}} -m pytest -p no:cacheprovider {{ARGS}}
 
 # Pool benchmark: lease, action round trip vs docker exec, reset vs create, actions/s

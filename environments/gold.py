@@ -13,6 +13,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import structlog
+
+log = structlog.get_logger(__name__)
+
 Key = tuple[str, str, str]  # (image digest, task id, reward mode)
 
 
@@ -22,6 +26,8 @@ class GoldCache:
         self._values: dict[Key, Any] = {}
         self._pending: dict[Key, asyncio.Future[Any]] = {}
         self._loaded: set[str] = set()
+        self._dirty: set[str] = set()
+        self._writing: set[str] = set()
         self.computed = 0  # how many gold results this process had to compute
 
     async def get(self, key: Key, compute: Callable[[], Awaitable[Any]]) -> Any:
@@ -60,11 +66,28 @@ class GoldCache:
                 self._values[(digest, entry["task"], entry["mode"])] = entry["value"]
 
     async def _save(self, digest: str) -> None:
+        """Write the digest's file; saves asked for while one is writing coalesce into one more
+        write. A failed write only costs a recomputation in a later run: logged, not raised."""
         path = self._file(digest)
         if path is None:
             return
-        entries = [{"task": k[1], "mode": k[2], "value": v} for k, v in self._values.items() if k[0] == digest]
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        await asyncio.to_thread(tmp.write_text, json.dumps(entries))
-        await asyncio.to_thread(tmp.replace, path)
+        self._dirty.add(digest)
+        if digest in self._writing:
+            return
+        self._writing.add(digest)
+        try:
+            while digest in self._dirty:
+                self._dirty.discard(digest)
+                entries = [{"task": k[1], "mode": k[2], "value": v} for k, v in self._values.items() if k[0] == digest]
+                await asyncio.to_thread(_write_atomically, path, json.dumps(entries))
+        except OSError as exc:
+            log.warning("gold_cache_write_failed", path=str(path), error=str(exc))
+        finally:
+            self._writing.discard(digest)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)

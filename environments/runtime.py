@@ -50,7 +50,9 @@ class Runtime:
     @asynccontextmanager
     async def open(cls, *, data_dir: Path | None = None, reward_mode: RewardMode = "original",
                    images: dict[str, ImagePoolConfig] | None = None, limits: ActionLimits | None = None,
-                   run_id: str | None = None) -> AsyncIterator[Runtime]:
+                   run_id: str | None = None, gold_dir: Path | None = None) -> AsyncIterator[Runtime]:
+        """`gold_dir` keeps gold results across runs (keyed by image digest, so a rebuilt image
+        recomputes them)."""
         configs = dict(images or {})
 
         def config_for(image: str) -> ImagePoolConfig:
@@ -58,7 +60,7 @@ class Runtime:
 
         async with engine() as docker:
             async with Pool(docker, {}, run_id=run_id, limits=limits, default_config=config_for) as pool:
-                runtime = cls(docker, pool, data_dir=data_dir, reward_mode=reward_mode)
+                runtime = cls(docker, pool, data_dir=data_dir, reward_mode=reward_mode, gold=GoldCache(gold_dir))
                 async with runtime._stack:
                     yield runtime
 

@@ -26,6 +26,9 @@ COMMAND_MODULES = (
     "orchestrator.pool.cli",
     "orchestrator.fidelity.validate",
     "orchestrator.fidelity.replay",
+    "orchestrator.sweep.cli",
+    "orchestrator.store.cli",
+    "orchestrator.report.cli",
 )
 
 

@@ -53,6 +53,8 @@ class ServerConfig(BaseModel):
     rpm: int | None = Field(None, ge=1, description="requests accepted per sliding minute; None = unlimited")
     window: float = Field(60.0, gt=0, description="length of the rpm window in seconds")
     rules: list[Rule] = Field(default_factory=list)
+    answers: dict[str, str] = Field(default_factory=dict,
+                                    description="answer by the request's `user` field, before the rules")
     default_answer: str = "OK"
     served_model: str | None = Field(None, description="model name to report; default: the requested one")
     rejected_keys: set[str] = Field(default_factory=set, description="API keys answered with 401")
@@ -150,7 +152,10 @@ class ScriptedLLMServer:
     def _completion(self, body: dict[str, Any]) -> dict[str, Any]:
         messages = body.get("messages") or []
         last_user = next((_text(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
-        answer = next((r.answer for r in self.config.rules if re.search(r.pattern, last_user)), self.config.default_answer)
+        answer = self.config.answers.get(str(body.get("user")))
+        if answer is None:
+            answer = next((r.answer for r in self.config.rules if re.search(r.pattern, last_user)),
+                          self.config.default_answer)
         prompt = sum(_words(_text(m.get("content"))) for m in messages)
         completion = _words(answer)
         return {

@@ -59,6 +59,7 @@ class PooledContainer:
         # Paths in the engine's diff from the start (docker-init's mount point, for one): not the agent's.
         self.initial_changes: frozenset[str] = frozenset()
         self.upper_dir: str | None = None
+        self._removal: asyncio.Future[None] | None = None
 
     def move_to(self, new: State, reason: str | None = None) -> None:
         if new not in TRANSITIONS[self.state]:
@@ -97,7 +98,13 @@ class PooledContainer:
         self.upper_dir = upper if upper and os.access(upper, os.R_OK | os.X_OK) else None
 
     async def remove(self) -> None:
-        """Close the driver and force-remove the container. Safe to call twice."""
+        """Close the driver and force-remove the container. Safe to call twice, or from several
+        tasks at once: they all wait for the one removal, which a cancellation does not stop."""
+        if self._removal is None:
+            self._removal = asyncio.ensure_future(self._remove())
+        await asyncio.shield(self._removal)
+
+    async def _remove(self) -> None:
         if self.state is State.REMOVED:
             return
         if self.state is not State.BROKEN:

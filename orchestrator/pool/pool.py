@@ -177,12 +177,12 @@ class ImagePool:
             raise ChangedSystem(f"{len(tainted)} system paths changed, e.g. {tainted[0]}")
 
     async def _retire(self, member: PooledContainer, reason: str | None) -> None:
+        # It stays a member until removed: a pool closing meanwhile (which cancels this task)
+        # finds it there and waits for this same removal.
+        await member.remove()
         self.members.pop(member.id, None)
-        try:
-            await asyncio.shield(member.remove())
-        finally:
-            log.debug("pool.retired", image=self.image, container=member.id[:12], reason=reason)
-            self.grow()
+        log.debug("pool.retired", image=self.image, container=member.id[:12], reason=reason)
+        self.grow()
 
     # ------------------------------------------------------------------ health
 

@@ -1,0 +1,35 @@
+"""`python -m orchestrator report OUTDIR`: write OUTDIR/report.md and OUTDIR/report.html from results.db."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from orchestrator.cli import handler_of
+from orchestrator.report.data import load_results
+from orchestrator.report.html import render_html
+from orchestrator.report.markdown import render_markdown
+from orchestrator.report.view import build_view
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser("report", help="summarize a sweep's results.db as report.md and report.html")
+    parser.add_argument("outdir", type=Path, metavar="OUTDIR", help="the sweep's output directory")
+    parser.set_defaults(**handler_of(run))
+
+
+async def run(args: argparse.Namespace) -> int:
+    written = await asyncio.to_thread(write_report, args.outdir)
+    print("wrote " + " and ".join(str(p) for p in written))
+    return 0
+
+
+def write_report(outdir: Path) -> list[Path]:
+    """Read OUTDIR/results.db and write both reports next to it; returns their paths."""
+    view = build_view(load_results(outdir))
+    md, html = outdir / "report.md", outdir / "report.html"
+    md.write_text(render_markdown(view), encoding="utf-8")
+    html.write_text(render_html(view), encoding="utf-8")
+    return [md, html]

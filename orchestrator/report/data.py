@@ -1,0 +1,131 @@
+"""Reading a sweep's results database (OUTDIR/results.db) into plain records.
+
+Read-only and synchronous on purpose: report and compare are one-shot commands that call
+`load_results` through `asyncio.to_thread`. A sweep may still be writing: whatever is committed
+is read, and a half-finished sweep reports what it has. Bad input (no directory, no database,
+not a results database) becomes one ConfigError line.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+
+from orchestrator.errors import ConfigError
+
+DB_NAME = "results.db"
+REQUIRED_TABLES = ("meta", "runs", "episodes", "turns")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One invocation of `sweep` on the directory (first run or a resume)."""
+
+    id: int
+    sweep: str
+    sweep_hash: str
+    git_sha: str | None
+    host: str
+    started_at: float
+    finished_at: float | None
+    status: str
+
+
+@dataclass(frozen=True)
+class Episode:
+    """One finished episode, with what report and compare need (no transcripts)."""
+
+    model: str
+    strategy: str
+    task_set: str
+    task_id: str
+    epoch: int
+    env: str
+    status: str
+    failure_class: str | None
+    reward: float
+    success: bool
+    n_turns: int
+    max_turns: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None
+    unpriced_calls: int
+    first_full_turn: int | None  # 1-based turn at which reward first reached 1.0; None if never
+
+    @property
+    def cell(self) -> tuple[str, str, str]:
+        return self.model, self.strategy, self.task_set
+
+
+@dataclass(frozen=True)
+class Results:
+    """Everything a report shows: lineage plus the episodes."""
+
+    path: Path
+    meta: dict[str, str]
+    runs: list[Run]
+    episodes: list[Episode]
+    image_digests: list[tuple[str, str | None]]  # (image, digest) pairs seen
+    served_models: list[tuple[str, str | None]]  # (model in the sweep file, name the provider served)
+
+    @property
+    def sweep(self) -> str:
+        return self.meta.get("sweep") or (self.runs[0].sweep if self.runs else "(unnamed)")
+
+
+_EPISODES_SQL = """
+SELECT e.model, e.strategy, e.task_set, e.task_id, e.epoch, e.env, e.status, e.failure_class,
+       e.reward, e.success, e.n_turns, e.max_turns, e.prompt_tokens, e.completion_tokens,
+       e.cost_usd, e.unpriced_calls,
+       (SELECT MIN(t.idx) FROM turns t WHERE t.episode_id = e.id AND t.reward >= 1.0) AS first_full
+FROM episodes e
+ORDER BY e.model, e.strategy, e.task_set, e.task_id, e.epoch
+"""
+
+
+def database_path(outdir: Path) -> Path:
+    """OUTDIR/results.db, or a ConfigError saying what to do when it isn't there."""
+    if not outdir.is_dir():
+        raise ConfigError(f"{outdir} is not a directory: give the output directory of a sweep")
+    path = outdir / DB_NAME
+    if not path.is_file():
+        raise ConfigError(f"{outdir} has no {DB_NAME}: run `python -m orchestrator sweep FILE` first")
+    return path
+
+
+def load_results(outdir: Path) -> Results:
+    """Read OUTDIR/results.db read-only; ConfigError when it is missing or not a results database."""
+    path = database_path(outdir)
+    try:
+        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
+            _check_tables(db, path)
+            return _read(db, path)
+    except sqlite3.DatabaseError as exc:
+        raise ConfigError(f"{path} is not a readable results database ({exc})") from None
+
+
+def _check_tables(db: sqlite3.Connection, path: Path) -> None:
+    present = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    missing = [name for name in REQUIRED_TABLES if name not in present]
+    if missing:
+        raise ConfigError(f"{path} is not a results database (missing tables: {', '.join(missing)})")
+
+
+def _read(db: sqlite3.Connection, path: Path) -> Results:
+    meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+    runs = [Run(*row) for row in db.execute(
+        "SELECT id, sweep, sweep_hash, git_sha, host, started_at, finished_at, status FROM runs ORDER BY id")]
+    episodes = [_episode(row) for row in db.execute(_EPISODES_SQL)]
+    digests = db.execute("SELECT DISTINCT image, image_digest FROM episodes ORDER BY image, image_digest").fetchall()
+    served = db.execute("SELECT DISTINCT model, served_model FROM episodes ORDER BY model, served_model").fetchall()
+    return Results(path, meta, runs, episodes, digests, served)
+
+
+def _episode(row: tuple) -> Episode:
+    *head, success, n_turns, max_turns, prompt, completion, cost, unpriced, first_full = row
+    return Episode(*head, success=bool(success), n_turns=n_turns, max_turns=max_turns, prompt_tokens=prompt,
+                   completion_tokens=completion, cost_usd=cost, unpriced_calls=unpriced,
+                   first_full_turn=None if first_full is None else first_full + 1)

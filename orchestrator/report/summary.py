@@ -1,0 +1,105 @@
+"""From episodes to the numbers a report shows: one summary per model × strategy × task set.
+
+Pure functions over `data.Episode` records, so compare and tests can use them without a database.
+Infra failures count as episodes (they are in the denominator) and are counted separately so a
+reader sees how much of a rate is the harness's fault rather than the model's.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from orchestrator.report.data import Episode
+from orchestrator.report.stats import mean, wilson_interval
+
+FAILURE_CLASSES = ("model", "task", "infra")
+Cell = tuple[str, str, str]  # (model, strategy, task_set)
+
+
+@dataclass(frozen=True)
+class CellSummary:
+    """What the report says about one model × strategy × task set."""
+
+    model: str
+    strategy: str
+    task_set: str
+    episodes: int
+    successes: int
+    ci_low: float
+    ci_high: float
+    mean_reward: float | None
+    mean_turns: float | None
+    total_tokens: int
+    cost_usd: float | None  # sum over priced episodes; None when no episode could be priced
+    unpriced_episodes: int  # cost unknown, or some of its calls could not be priced
+    failures: dict[str, int]  # failure class -> episodes
+
+    @property
+    def success_rate(self) -> float | None:
+        return self.successes / self.episodes if self.episodes else None
+
+    @property
+    def mean_tokens(self) -> float | None:
+        return self.total_tokens / self.episodes if self.episodes else None
+
+
+def group_by_cell(episodes: Iterable[Episode]) -> dict[Cell, list[Episode]]:
+    """Episodes per (model, strategy, task_set), cells in sorted order."""
+    groups: dict[Cell, list[Episode]] = defaultdict(list)
+    for episode in episodes:
+        groups[episode.cell].append(episode)
+    return dict(sorted(groups.items()))
+
+
+def summarize(cell: Cell, episodes: list[Episode]) -> CellSummary:
+    """The summary of one cell's episodes."""
+    successes = sum(e.success for e in episodes)
+    low, high = wilson_interval(successes, len(episodes))
+    priced = [e.cost_usd for e in episodes if e.cost_usd is not None]
+    failures = {name: sum(e.failure_class == name for e in episodes) for name in FAILURE_CLASSES}
+    return CellSummary(
+        *cell, episodes=len(episodes), successes=successes, ci_low=low, ci_high=high,
+        mean_reward=mean([e.reward for e in episodes]), mean_turns=mean([e.n_turns for e in episodes]),
+        total_tokens=sum(e.prompt_tokens + e.completion_tokens for e in episodes),
+        cost_usd=sum(priced) if priced else None,
+        unpriced_episodes=sum(e.cost_usd is None or e.unpriced_calls > 0 for e in episodes),
+        failures=failures)
+
+
+def summarize_all(episodes: Iterable[Episode]) -> list[CellSummary]:
+    """One summary per cell, sorted by model, strategy, task set."""
+    return [summarize(cell, group) for cell, group in group_by_cell(episodes).items()]
+
+
+def turn_budget_curve(episodes: list[Episode], max_turns: int | None = None) -> list[float]:
+    """Share of episodes that reached reward 1.0 within their first t turns, for t = 1..max_turns.
+
+    The denominator is every episode of the cell (failed ones included), so the last point is the
+    share that ever reached 1.0. `max_turns` defaults to the largest turn budget of the episodes.
+    """
+    if not episodes:
+        return []
+    horizon = max_turns if max_turns is not None else max(e.max_turns for e in episodes)
+    firsts = [e.first_full_turn for e in episodes if e.first_full_turn is not None]
+    return [sum(first <= t for first in firsts) / len(episodes) for t in range(1, horizon + 1)]
+
+
+@dataclass(frozen=True)
+class PaperTable:
+    """The InterCode paper's table 3 shape: rows model × strategy, columns task sets."""
+
+    task_sets: list[str]
+    rows: list[tuple[str, str]]
+    cells: dict[Cell, CellSummary]
+
+    def get(self, row: tuple[str, str], task_set: str) -> CellSummary | None:
+        return self.cells.get((row[0], row[1], task_set))
+
+
+def paper_table(summaries: list[CellSummary]) -> PaperTable:
+    """Arrange the summaries as rows = model × strategy, columns = task sets (sorted)."""
+    task_sets = sorted({s.task_set for s in summaries})
+    rows = sorted({(s.model, s.strategy) for s in summaries})
+    return PaperTable(task_sets, rows, {(s.model, s.strategy, s.task_set): s for s in summaries})

@@ -1,0 +1,94 @@
+"""Stored episodes written back out as trajectory files in the original InterCode format.
+
+One JSON file per model × strategy × task set (× epoch when there are several), keyed by episode
+number, each with `environment`, `dataset`, `task_id`, `query`, `turn_history` (`actions`,
+`observations`, `rewards`, `valid_action`) and `summary`, as the original's runs wrote them, so
+`python -m orchestrator replay` and the original's own tools read them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from orchestrator.errors import ConfigError
+from orchestrator.store.store import DB_NAME
+from tasks import DATASETS
+
+ENVIRONMENTS = {"bash": "ic_bash", "sql": "ic_sql", "python": "ic_python", "ctf": "ic_ctf"}
+
+
+def open_results(outdir: Path) -> sqlite3.Connection:
+    """A read-only connection to OUTDIR/results.db; ConfigError when there is none."""
+    path = outdir / DB_NAME
+    if not outdir.is_dir():
+        raise ConfigError(f"{outdir} does not exist: give a sweep's output directory")
+    if not path.is_file():
+        raise ConfigError(f"{outdir} has no {DB_NAME}: run `python -m orchestrator sweep FILE` first")
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        db.execute("SELECT 1 FROM episodes LIMIT 1")
+    except sqlite3.DatabaseError:
+        db.close()
+        raise ConfigError(f"{path} is not a results database of this tool") from None
+    return db
+
+
+def export_intercode(outdir: Path, target: Path) -> list[Path]:
+    """Write the trajectory files under `target`; returns their paths."""
+    db = open_results(outdir)
+    try:
+        groups = _episodes(db)
+    finally:
+        db.close()
+    target.mkdir(parents=True, exist_ok=True)
+    epochs = {key[3] for key in groups}
+    written = []
+    for (model, strategy, task_set, epoch), episodes in sorted(groups.items()):
+        name = "__".join(_safe(part) for part in (model, strategy, task_set))
+        path = target / (f"{name}__epoch{epoch}.json" if len(epochs) > 1 else f"{name}.json")
+        path.write_text(json.dumps({str(i): e for i, e in enumerate(episodes)}, indent=1))
+        written.append(path)
+    return written
+
+
+def _episodes(db: sqlite3.Connection) -> dict[tuple[str, str, str, int], list[dict[str, Any]]]:
+    turns: dict[int, list[tuple[Any, ...]]] = defaultdict(list)
+    for row in db.execute("SELECT episode_id, output, action, observation, reward, executed FROM turns "
+                          "ORDER BY episode_id, idx"):
+        turns[row[0]].append(row[1:])
+    groups: dict[tuple[str, str, str, int], list[dict[str, Any]]] = defaultdict(list)
+    rows = db.execute("SELECT id, model, strategy, task_set, epoch, env, dataset, task_index, query, max_turns "
+                      "FROM episodes ORDER BY model, strategy, task_set, epoch, dataset, task_index")
+    for eid, model, strategy, task_set, epoch, env, dataset, index, query, max_turns in rows:
+        groups[(model, strategy, task_set, epoch)].append(_episode(env, dataset, index, query, max_turns, turns[eid]))
+    return groups
+
+
+def _episode(env: str, dataset: str, index: int, query: str, max_turns: int,
+             turns: list[tuple[Any, ...]]) -> dict[str, Any]:
+    rewards = [float(t[3]) for t in turns]
+    best = max(rewards, default=0.0)
+    info = DATASETS.get(dataset)
+    return {
+        "environment": ENVIRONMENTS[env],
+        "dataset": f"./data/{info.path}" if info and not info.starter else f"starter/{info.path if info else dataset}",
+        "task_id": index,
+        "query": query,
+        "turn_history": {
+            "actions": [t[1] if t[1] is not None else t[0] for t in turns],  # no code: what the model said
+            "observations": [t[2] for t in turns],
+            "rewards": rewards,
+            "valid_action": [bool(t[4]) for t in turns],
+        },
+        "summary": {"max_reward": best, "max_reward_idx": rewards.index(best) if rewards else -1,
+                    "turns_taken": len(turns), "turns_max": max_turns},
+    }
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "x"

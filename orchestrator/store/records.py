@@ -1,0 +1,74 @@
+"""What the store keeps of an episode: value objects that map one to one onto schema.sql rows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+
+class EpisodeKey(NamedTuple):
+    """An episode's identity within a sweep; a resume skips the keys already stored."""
+
+    model: str
+    strategy: str
+    task_set: str
+    task_id: str
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRecord:
+    output: str
+    action: str | None
+    observation: str
+    reward: float
+    executed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class LLMCall:
+    model: str
+    served_model: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    attempts: int
+    cost_usd: float | None
+
+
+@dataclass(slots=True)
+class EpisodeRecord:
+    key: EpisodeKey
+    env: str
+    dataset: str
+    task_index: int
+    query: str
+    gold: str
+    image: str
+    max_turns: int
+    started_at: float
+    finished_at: float = 0.0
+    status: str = "max_turns"
+    failure_class: str | None = None  # None | "model" | "task" | "infra"
+    error: str | None = None
+    attempts: int = 1
+    image_digest: str | None = None
+    turns: list[TurnRecord] = field(default_factory=list)
+    calls: list[LLMCall] = field(default_factory=list)
+
+    @property
+    def reward(self) -> float:
+        return max((t.reward for t in self.turns), default=0.0)
+
+    @property
+    def success(self) -> bool:
+        return self.status != "budget_exhausted" and self.failure_class not in ("task", "infra") and self.reward == 1.0
+
+    @property
+    def served_model(self) -> str | None:
+        return next((c.served_model for c in reversed(self.calls) if c.served_model), None)
+
+    @property
+    def cost_usd(self) -> float | None:
+        known = [c.cost_usd for c in self.calls if c.cost_usd is not None]
+        return sum(known) if known else None

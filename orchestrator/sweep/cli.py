@@ -1,0 +1,65 @@
+"""`python -m orchestrator sweep SWEEP.toml`: run a sweep, or continue it where it stopped."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from orchestrator.cli import handler_of
+from orchestrator.logs import logging_to_file
+from orchestrator.settings import DATA_DIR_ENV, resolve_data_dir
+from orchestrator.sweep.config import SweepConfig, load_sweep
+from orchestrator.sweep.progress import SweepProgress
+from orchestrator.sweep.scheduler import run_sweep
+from tasks import DATASETS
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "sweep", help="run models × strategies × task sets from a TOML file; run it again to resume",
+        description="Run every episode of the sweep file into OUTPUT/results.db. Running the same file "
+                    "again skips the episodes already stored and runs the rest.")
+    parser.add_argument("file", type=Path, metavar="SWEEP.toml")
+    parser.add_argument("--output", type=Path, help="output directory (overrides the file's `output`)")
+    parser.add_argument("--concurrency", type=int, help="episodes at once (overrides the file's `concurrency`)")
+    parser.add_argument("--data-dir", metavar="DIR", help=f"the InterCode data (default: the file's data_dir, "
+                                                          f"${DATA_DIR_ENV}, else ../shared/intercode-data)")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no live table, no console logs (for CI)")
+    parser.add_argument("--no-report", action="store_true", help="don't write report.md/report.html at the end")
+    parser.set_defaults(**handler_of(run))
+
+
+def data_dir_for(config: SweepConfig, flag: str | None) -> Path | None:
+    """The data directory, required only when a task set is not one of the project's starter sets."""
+    needs_data = any(not DATASETS[t.dataset].starter for t in config.tasks)
+    chosen = flag or config.data_dir
+    if not needs_data and chosen is None:
+        return None
+    return resolve_data_dir(chosen)
+
+
+async def run(args: argparse.Namespace) -> int:
+    config, sweep_hash = load_sweep(args.file, {"output": args.output, "concurrency": args.concurrency})
+    data_dir = data_dir_for(config, args.data_dir)
+    progress = SweepProgress(quiet=args.quiet)
+    with logging_to_file(config.output / "sweep.log", args.verbose, console=not args.quiet):
+        with progress.live():
+            summary = await run_sweep(config, sweep_hash, progress=progress, data_dir=data_dir)
+    print(progress.summary(), file=sys.stderr)
+    if not args.no_report:
+        await write_report(config.output)
+    if summary.not_started:
+        print(f"the budget is spent: {summary.not_started} episodes not started; raise `budget` and run the "
+              "same command to continue", file=sys.stderr)
+        return 1
+    return 0
+
+
+async def write_report(outdir: Path) -> None:
+    from orchestrator.report.cli import write_report as write
+
+    paths = await asyncio.to_thread(write, outdir)
+    print(f"report: {', '.join(str(p) for p in paths)}", file=sys.stderr)

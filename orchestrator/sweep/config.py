@@ -1,0 +1,208 @@
+"""The sweep file: a TOML document validated once, at start, into `SweepConfig`.
+
+    name = "quickstart"
+    output = "runs/quickstart"
+    strategies = ["single", "try_again"]
+    max_turns = 5
+
+    [[models]]
+    name = "oracle"
+
+    [[tasks]]
+    dataset = "starter-bash"
+    limit = 3
+
+Every mistake becomes one ConfigError line that names the key and says what is allowed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from agents.base import STRATEGIES
+from agents.llm import ModelLimits
+from orchestrator.errors import ConfigError
+from tasks import DATASETS
+
+_STRICT = ConfigDict(extra="forbid")
+
+
+class LocalServer(BaseModel):
+    """The project's offline OpenAI-compatible server, started with the sweep for this model.
+
+    It answers a seeded share (`solve_rate`) of the tasks with their gold action, the rest with
+    `default_answer`, after `latency` seconds, over real HTTP through litellm."""
+
+    model_config = _STRICT
+
+    latency: float = Field(0.0, ge=0, description="seconds per answer")
+    solve_rate: float = Field(1.0, ge=0, le=1, description="share of tasks answered with their gold action")
+    seed: int = Field(0, description="which tasks it knows")
+    default_answer: str = Field("```\nsubmit\n```", description="the answer for tasks it does not know")
+    rpm: int | None = Field(None, ge=1, description="requests per minute it accepts (429 beyond)")
+
+
+class ModelConfig(BaseModel):
+    """One model: a litellm name, `oracle`, or `replay:PATH`."""
+
+    model_config = _STRICT
+
+    name: str = Field(description="litellm model name (provider-prefixed), 'oracle' or 'replay:PATH'")
+    api_base: str | None = Field(None, description="endpoint, for a self-hosted or local server")
+    api_key_env: str | None = Field(None, description="environment variable holding the key (never the key)")
+    params: dict[str, Any] = Field(default_factory=dict, description="sent with every call: temperature, ...")
+    limits: ModelLimits = Field(default_factory=ModelLimits)
+    timeout: float = Field(120.0, gt=0, description="seconds for one request")
+    local: LocalServer | None = Field(None, description="serve this model from the offline server")
+
+    @model_validator(mode="after")
+    def _local_needs_a_routable_name(self) -> ModelConfig:
+        if self.local is not None and not self.name.startswith("openai/"):
+            raise ValueError(f"a local model is served over the OpenAI API: name it openai/<anything>, not {self.name!r}")
+        return self
+
+
+class TaskSetConfig(BaseModel):
+    """Tasks of one dataset: all of them, or a filter, then a seeded sample or the first `limit`."""
+
+    model_config = _STRICT
+
+    dataset: str = Field(description="a dataset name, e.g. nl2bash-fs1, spider, mbpp, ctf, starter-bash")
+    name: str | None = Field(None, description="how results call this set; default: the dataset")
+    filter: str | None = Field(None, description="regular expression; keep tasks whose query matches")
+    indices: list[int] | None = Field(None, description="keep only these task indices")
+    sample: int | None = Field(None, ge=1, description="a seeded random sample of this many tasks")
+    seed: int = Field(0, description="seed of the sample")
+    limit: int | None = Field(None, ge=1, description="keep the first this many tasks")
+
+    @field_validator("dataset")
+    @classmethod
+    def _known_dataset(cls, value: str) -> str:
+        if value not in DATASETS:
+            raise ValueError(f"unknown dataset {value!r}; allowed: {', '.join(DATASETS)}")
+        return value
+
+    @field_validator("filter")
+    @classmethod
+    def _valid_regex(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"not a regular expression: {exc}") from None
+        return value
+
+    @property
+    def label(self) -> str:
+        return self.name or self.dataset
+
+
+class Budget(BaseModel):
+    model_config = _STRICT
+
+    usd: float | None = Field(None, gt=0, description="stop calling models once this many dollars are spent")
+    tokens: int | None = Field(None, gt=0, description="stop calling models once this many tokens are spent")
+
+
+class SweepConfig(BaseModel):
+    model_config = _STRICT
+
+    name: str = Field(min_length=1, description="the sweep's name; part of every episode's identity")
+    output: Path = Field(description="output directory (results.db, sweep.log, reports)")
+    models: list[ModelConfig] = Field(min_length=1)
+    strategies: list[str] = Field(min_length=1, description=f"any of {', '.join(STRATEGIES)}")
+    tasks: list[TaskSetConfig] = Field(min_length=1)
+    epochs: int = Field(1, ge=1, description="times each task runs per model and strategy")
+    max_turns: int = Field(10, ge=1, le=100)
+    concurrency: int = Field(16, ge=1, le=4096, description="episodes at once")
+    episode_timeout: float = Field(600.0, gt=0, description="seconds an episode may take")
+    infra_retries: int = Field(2, ge=0, le=10, description="re-runs of an episode after an infrastructure failure")
+    reward_mode: Literal["original", "strict"] = "original"
+    data_dir: Path | None = Field(None, description="the benchmark data; default: INTERCODE_DATA_DIR or ../shared/intercode-data")
+    pools: dict[str, int] = Field(default_factory=dict, description="image -> most containers at once")
+    budget: Budget = Field(default_factory=Budget)
+
+    @field_validator("strategies")
+    @classmethod
+    def _known_strategies(cls, values: list[str]) -> list[str]:
+        for value in values:
+            if value not in STRATEGIES:
+                raise ValueError(f"unknown strategy {value!r}; allowed: {', '.join(STRATEGIES)}")
+        if len(set(values)) != len(values):
+            raise ValueError("a strategy is listed twice")
+        return values
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> SweepConfig:
+        for what, names in (("model", [m.name for m in self.models]), ("task set", [t.label for t in self.tasks])):
+            twice = sorted({n for n in names if names.count(n) > 1})
+            if twice:
+                raise ValueError(f"{what} {twice[0]!r} is listed twice (give task sets distinct `name`s)")
+        return self
+
+    def identity(self) -> str:
+        """Hash of what defines the set of episodes and their results: a directory holds one identity."""
+        keep = {"name", "models", "strategies", "tasks", "epochs", "max_turns", "reward_mode"}
+        data = self.model_dump(mode="json", include=keep)
+        for model in data["models"]:  # how fast a model is served does not change the episodes
+            model.pop("limits", None)
+            model.pop("timeout", None)
+            if model.get("local"):
+                model["local"].pop("latency", None)
+                model["local"].pop("rpm", None)
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def load_sweep(path: Path, overrides: dict[str, Any] | None = None) -> tuple[SweepConfig, str]:
+    """The validated sweep file and the sha256 of its bytes; ConfigError names the bad key."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"sweep file {path} does not exist") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read sweep file {path}: {exc.strerror}") from None
+    try:
+        data = tomllib.loads(raw.decode())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+    data.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    try:
+        config = SweepConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{path}: {describe(exc)}") from None
+    return config, hashlib.sha256(raw).hexdigest()
+
+
+def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
+    """The keys the model at `loc` (inside SweepConfig) accepts."""
+    model: Any = SweepConfig
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        annotation = model.model_fields[part].annotation
+        model = next((a for a in (annotation, *getattr(annotation, "__args__", ()))
+                      if isinstance(a, type) and issubclass(a, BaseModel)), None)
+        if model is None:
+            return []
+    return list(model.model_fields)
+
+
+def describe(exc: ValidationError) -> str:
+    """The first validation error as `key.path: what is wrong` (and how many more there are)."""
+    errors = exc.errors()
+    first = errors[0]
+    where = ".".join(str(part) for part in first["loc"]) or "(top level)"
+    message = first["msg"].removeprefix("Value error, ")
+    if first["type"] == "extra_forbidden":
+        message = f"unknown key; allowed: {', '.join(_allowed_keys(first['loc'][:-1]))}"
+    elif first["type"] == "missing":
+        message = "required key is missing"
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{where}: {message}{more}"

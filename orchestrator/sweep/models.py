@@ -1,0 +1,111 @@
+"""The models of a sweep: one LLMClient for all, offline servers for `local` models, and a model
+per episode that records its calls (tokens, latency, cost, served name) for the store.
+
+The local server answers over real HTTP through litellm. It knows a seeded share of the tasks
+and answers those with the gold action; the request's standard `user` field carries the task id,
+which is how it tells them apart.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+
+from pydantic import SecretStr
+
+from agents.base import Message, Model
+from agents.llm import Budget, LLMClient, ModelSpec
+from agents.llm.server import ScriptedLLMServer, ServerConfig
+from agents.models import OracleModel, ReplayModel, check_llm, fenced
+from orchestrator.errors import ConfigError
+from orchestrator.fidelity.validate import gold_actions
+from orchestrator.store import LLMCall
+from orchestrator.sweep.config import LocalServer, ModelConfig, SweepConfig
+from tasks import Task
+
+LOCAL_KEY = "sk-local-offline"
+
+
+class RecordingModel:
+    """An LLM-backed model for one episode; every successful call lands in `calls`."""
+
+    def __init__(self, client: LLMClient, config: ModelConfig, calls: list[LLMCall]) -> None:
+        self.client, self.config, self.calls, self.name = client, config, calls, config.name
+
+    async def complete(self, messages: Sequence[Message], *, task: Task, turn: int) -> str:
+        params = dict(self.config.params)
+        if self.config.local is not None:
+            # How the offline server knows which task it answers (litellm drops a plain `user`).
+            params["extra_body"] = {**params.get("extra_body", {}), "user": task.id}
+        completion = await self.client.complete(self.name, messages, **params)
+        u = completion.usage
+        self.calls.append(LLMCall(u.model, u.served_model, u.prompt_tokens, u.completion_tokens, u.latency_s,
+                                  u.attempts, u.cost_usd))
+        return completion.text
+
+
+class SweepModels:
+    def __init__(self, config: SweepConfig, client: LLMClient, offline: dict[str, Model]) -> None:
+        self.config = config
+        self.client = client
+        self._offline = offline
+        self._configs = {m.name: m for m in config.models}
+
+    @classmethod
+    @asynccontextmanager
+    async def open(cls, config: SweepConfig, tasks: list[Task], data_dir: Path | None) -> AsyncIterator[SweepModels]:
+        """Check every model (unknown names, missing keys) and start the offline servers."""
+        async with AsyncExitStack() as stack:
+            specs, offline = [], {}
+            for model in config.models:
+                if model.name == "oracle" or model.name.startswith("replay:"):
+                    offline[model.name] = _offline_model(model.name, data_dir)
+                    continue
+                api_base, key = model.api_base, _api_key(model)
+                if model.local is not None:
+                    server = await stack.enter_async_context(ScriptedLLMServer(_server_config(model.local, tasks)))
+                    api_base, key = f"{server.base_url}/v1", SecretStr(LOCAL_KEY)
+                specs.append(ModelSpec(name=model.name, api_base=api_base, api_key=key, limits=model.limits,
+                                       timeout=model.timeout))
+            budget = Budget(max_usd=config.budget.usd, max_tokens=config.budget.tokens)
+            client = LLMClient(specs, budget=budget if config.budget.usd or config.budget.tokens else None)
+            for spec in specs:
+                check_llm(spec.name, client)
+            yield cls(config, client, offline)
+
+    def for_episode(self, name: str, calls: list[LLMCall]) -> Model:
+        if name in self._offline:
+            return self._offline[name]
+        return RecordingModel(self.client, self._configs[name], calls)
+
+
+def _offline_model(name: str, data_dir: Path | None) -> Model:
+    if name == "oracle":
+        return OracleModel()
+    path = name.removeprefix("replay:")
+    if not path:
+        raise ConfigError("models: a replay model needs a trajectory file: name = \"replay:PATH\"")
+    return ReplayModel(Path(path), data_dir)
+
+
+def _api_key(model: ModelConfig) -> SecretStr | None:
+    if model.api_key_env is None:
+        return None
+    value = os.environ.get(model.api_key_env)
+    if not value:
+        raise ConfigError(f"model {model.name!r}: environment variable {model.api_key_env} (api_key_env) is not set")
+    return SecretStr(value)
+
+
+def _server_config(local: LocalServer, tasks: list[Task]) -> ServerConfig:
+    answers = {task.id: fenced(task, gold_actions(task)[0]) for task in tasks if _knows(local, task)}
+    return ServerConfig(latency=local.latency, rpm=local.rpm, answers=answers, default_answer=local.default_answer)
+
+
+def _knows(local: LocalServer, task: Task) -> bool:
+    """A stable, seeded coin per task: the same tasks are known in every run."""
+    digest = hashlib.sha256(f"{local.seed}:{task.id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < local.solve_rate

@@ -1,0 +1,101 @@
+"""The episodes of a sweep, and the fair order in which workers take them.
+
+Within a model, episodes go epoch by epoch, alternating between (strategy, task set) cells, so
+that partial results cover every cell early and containers of every image get used. Across models,
+the `Dispatcher` hands the next episode to the model with the fewest episodes in flight: a slow
+provider holds at most its share of the slots while the others have work.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import random
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from orchestrator.store import EpisodeKey
+from orchestrator.sweep.config import SweepConfig, TaskSetConfig
+from tasks import Task, load_tasks
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedEpisode:
+    key: EpisodeKey
+    task: Task
+
+    @property
+    def model(self) -> str:
+        return self.key.model
+
+    @property
+    def strategy(self) -> str:
+        return self.key.strategy
+
+
+def select_tasks(spec: TaskSetConfig, data_dir: Path | None) -> list[Task]:
+    """The tasks of one task set: filtered, then sampled (seeded) or cut to `limit`."""
+    tasks = load_tasks(spec.dataset, data_dir)
+    if spec.indices is not None:
+        wanted = set(spec.indices)
+        tasks = [t for t in tasks if t.index in wanted]
+    if spec.filter is not None:
+        pattern = re.compile(spec.filter)
+        tasks = [t for t in tasks if pattern.search(t.query)]
+    if spec.sample is not None and spec.sample < len(tasks):
+        tasks = sorted(random.Random(spec.seed).sample(tasks, spec.sample), key=lambda t: t.index)
+    if spec.limit is not None:
+        tasks = tasks[: spec.limit]
+    return tasks
+
+
+def plan(config: SweepConfig, task_sets: dict[str, list[Task]]) -> list[PlannedEpisode]:
+    """Every episode of the sweep, each model's in its fair order."""
+    episodes: list[PlannedEpisode] = []
+    for model in config.models:
+        for epoch in range(config.epochs):
+            cells = [[PlannedEpisode(EpisodeKey(model.name, strategy, label, task.id, epoch), task) for task in tasks]
+                     for strategy in config.strategies for label, tasks in task_sets.items()]
+            episodes.extend(_round_robin(cells))
+    return episodes
+
+
+def _round_robin(lists: Iterable[list[PlannedEpisode]]) -> Iterator[PlannedEpisode]:
+    for group in itertools.zip_longest(*lists):
+        yield from (item for item in group if item is not None)
+
+
+class Dispatcher:
+    """Hands out episodes: the model with the fewest in flight first (ties in turn); `put_back`
+    queues an episode to run again first, `done` frees its model's slot."""
+
+    def __init__(self, episodes: Iterable[PlannedEpisode]) -> None:
+        self._pending: dict[str, collections.deque[PlannedEpisode]] = collections.defaultdict(collections.deque)
+        for episode in episodes:
+            self._pending[episode.model].append(episode)
+        self._order = list(self._pending)
+        self.in_flight: collections.Counter[str] = collections.Counter()
+        self._turn = 0
+
+    def __len__(self) -> int:
+        return sum(len(queue) for queue in self._pending.values())
+
+    def take(self) -> PlannedEpisode | None:
+        ready = [m for m in self._order if self._pending[m]]
+        if not ready:
+            return None
+        start = self._turn % len(self._order)
+        rotated = self._order[start:] + self._order[:start]
+        model = min((m for m in rotated if m in ready), key=lambda m: self.in_flight[m])
+        self._turn += 1
+        self.in_flight[model] += 1
+        return self._pending[model].popleft()
+
+    def done(self, episode: PlannedEpisode) -> None:
+        self.in_flight[episode.model] -= 1
+
+    def put_back(self, episode: PlannedEpisode) -> None:
+        self.in_flight[episode.model] -= 1
+        self._pending[episode.model].appendleft(episode)

@@ -1,0 +1,114 @@
+"""What a sweep shows while it runs: one row per model × task set.
+
+Each row: episodes done of total, successes so far, episodes per second (this run), episodes in
+flight, infrastructure re-runs, the model's LLM calls waiting on limits or backing off, and cost.
+`--quiet` shows nothing until the final summary line; the log file has every event either way.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from orchestrator.store import EpisodeKey, EpisodeRecord
+
+if TYPE_CHECKING:
+    from agents.llm import LLMClient
+    from orchestrator.pool import Pool
+    from orchestrator.sweep.plan import PlannedEpisode
+
+
+@dataclass
+class Row:
+    total: int = 0
+    done: int = 0
+    done_now: int = 0  # finished by this run
+    success: int = 0
+    in_flight: int = 0
+    reruns: int = 0
+    failed: int = 0
+    cost: float = 0.0
+    unpriced: int = 0
+
+
+class SweepProgress:
+    def __init__(self, console: Console | None = None, *, quiet: bool = False) -> None:
+        self.console = console or Console(stderr=True)
+        self.quiet = quiet
+        self.rows: dict[tuple[str, str], Row] = collections.defaultdict(Row)
+        self.started_at = time.monotonic()
+        self._client: LLMClient | None = None
+        self._pool: Pool | None = None
+
+    def plan(self, episodes: Iterable[PlannedEpisode], done: dict[EpisodeKey, bool]) -> None:
+        """Count the planned episodes, and those an earlier run stored (`done`: key -> success)."""
+        for episode in episodes:
+            row = self.rows[(episode.key.model, episode.key.task_set)]
+            row.total += 1
+            if episode.key in done:
+                row.done += 1
+                row.success += done[episode.key]
+        self.started_at = time.monotonic()
+
+    def attach(self, client: LLMClient, pool: Pool) -> None:
+        self._client, self._pool = client, pool
+
+    def started(self, episode: PlannedEpisode) -> None:
+        self.rows[(episode.key.model, episode.key.task_set)].in_flight += 1
+
+    def retried(self, episode: PlannedEpisode, reason: str) -> None:
+        self.rows[(episode.key.model, episode.key.task_set)].reruns += 1
+
+    def finished(self, episode: PlannedEpisode, record: EpisodeRecord) -> None:
+        row = self.rows[(episode.key.model, episode.key.task_set)]
+        row.in_flight -= 1
+        row.done += 1
+        row.done_now += 1
+        row.success += record.success
+        row.failed += record.failure_class is not None
+        cost = record.cost_usd
+        row.cost += cost or 0.0
+        row.unpriced += sum(1 for c in record.calls if c.cost_usd is None)
+
+    # ------------------------------------------------------------------ display
+
+    @contextmanager
+    def live(self) -> Iterator[None]:
+        if self.quiet or not self.console.is_terminal:
+            yield
+            return
+        with Live(self.table(), console=self.console, refresh_per_second=2, transient=False,
+                  get_renderable=self.table):
+            yield
+
+    def table(self) -> Table:
+        elapsed = max(time.monotonic() - self.started_at, 1e-9)
+        table = Table(title=f"sweep: {elapsed:.0f} s", title_justify="left")
+        for header in ("model", "task set", "done", "success", "eps/s", "running", "re-runs", "llm waiting", "cost"):
+            table.add_column(header, justify="left" if header in ("model", "task set") else "right")
+        for (model, task_set), row in sorted(self.rows.items()):
+            stats = self._client.stats(model) if self._client and "/" in model else None
+            waiting = f"{stats.waiting} ({stats.retries} retries)" if stats else "-"
+            cost = f"${row.cost:.4f}" + (f" +{row.unpriced} unpriced" if row.unpriced else "")
+            success = f"{row.success} ({100 * row.success / row.done:.0f}%)" if row.done else "-"
+            table.add_row(model, task_set, f"{row.done}/{row.total}", success, f"{row.done_now / elapsed:.1f}",
+                          str(row.in_flight), str(row.reruns), waiting, cost)
+        return table
+
+    def summary(self) -> str:
+        done = sum(r.done for r in self.rows.values())
+        total = sum(r.total for r in self.rows.values())
+        success = sum(r.success for r in self.rows.values())
+        now = sum(r.done_now for r in self.rows.values())
+        failed = sum(r.failed for r in self.rows.values())
+        elapsed = time.monotonic() - self.started_at
+        return (f"{done}/{total} episodes stored ({now} this run in {elapsed:.1f} s, "
+                f"{now / max(elapsed, 1e-9):.1f}/s), {success} solved, {failed} failed")

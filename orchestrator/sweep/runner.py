@@ -1,0 +1,100 @@
+"""One episode of a sweep: run the strategy under the episode's time limit, classify any failure,
+re-run infrastructure failures a bounded number of times, and return what the store keeps.
+
+Failure classes:
+- **model**: the model could not answer (ModelError, a spent budget); the strategy records it.
+- **task**: the task can't run or ran too long (unavailable offline, over the time limit), or an
+  unexpected error of ours (logged with its traceback).
+- **infra**: a container died, its driver was lost, the engine failed; these are re-run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+import aiodocker
+import structlog
+
+from agents.base import EpisodeOutcome, get_strategy
+from environments import make_environment
+from environments.base import TaskUnavailable
+from environments.runtime import Runtime
+from orchestrator.errors import EngineUnavailable, OrchestratorError, SandboxError, UserError
+from orchestrator.store import EpisodeRecord, LLMCall, TurnRecord
+from orchestrator.sweep.models import SweepModels
+from orchestrator.sweep.plan import PlannedEpisode
+
+log = structlog.get_logger(__name__)
+INFRA_ERRORS = (SandboxError, aiodocker.DockerError, EngineUnavailable, ConnectionError)
+
+
+class EpisodeRunner:
+    def __init__(self, runtime: Runtime, models: SweepModels, *, max_turns: int, timeout: float,
+                 retries: int, on_retry: Callable[[PlannedEpisode, str], None] | None = None) -> None:
+        self.runtime, self.models = runtime, models
+        self.max_turns, self.timeout, self.retries = max_turns, timeout, retries
+        self.on_retry = on_retry or (lambda episode, reason: None)
+
+    async def run(self, episode: PlannedEpisode) -> EpisodeRecord:
+        """The episode's record; raises only on cancellation and on user errors (image not built)."""
+        attempt = 1
+        while True:
+            record = self._record(episode, attempt)
+            try:
+                await self._play(episode, record)
+            except INFRA_ERRORS as exc:
+                if attempt > self.retries:
+                    return self._failed(record, "infra_error", "infra", exc)
+                log.warning("episode_retry", task=episode.task.id, model=episode.model, attempt=attempt,
+                            error=_line(exc))
+                self.on_retry(episode, _line(exc))
+                attempt += 1
+                continue
+            except TimeoutError:
+                return self._failed(record, "timeout", "task", f"the episode took longer than {self.timeout:g} s")
+            except TaskUnavailable as exc:
+                return self._failed(record, "task_error", "task", exc)
+            except UserError:
+                raise
+            except (OrchestratorError, Exception) as exc:  # noqa: BLE001 — one episode never stops the sweep
+                log.error("episode_error", task=episode.task.id, model=episode.model, exc_info=True)
+                return self._failed(record, "task_error", "task", exc)
+            return record
+
+    def _record(self, episode: PlannedEpisode, attempt: int) -> EpisodeRecord:
+        task = episode.task
+        return EpisodeRecord(key=episode.key, env=task.env, dataset=task.dataset, task_index=task.index,
+                             query=task.query, gold=task.gold_text, image=task.image, max_turns=self.max_turns,
+                             started_at=time.time(), attempts=attempt)
+
+    async def _play(self, episode: PlannedEpisode, record: EpisodeRecord) -> None:
+        calls: list[LLMCall] = record.calls
+        model = self.models.for_episode(episode.model, calls)
+        strategy = get_strategy(episode.strategy)
+        async with asyncio.timeout(self.timeout):
+            record.image_digest = await self.runtime.image_digest(episode.task.image)
+            async with make_environment(episode.task.env, self.runtime) as env:
+                outcome = await strategy.run(env, episode.task, model, max_turns=self.max_turns)
+        _fill(record, outcome)
+
+    @staticmethod
+    def _failed(record: EpisodeRecord, status: str, failure_class: str, error: BaseException | str) -> EpisodeRecord:
+        record.status, record.failure_class = status, failure_class
+        record.error = error if isinstance(error, str) else _line(error)
+        record.finished_at = time.time()
+        return record
+
+
+def _fill(record: EpisodeRecord, outcome: EpisodeOutcome) -> None:
+    record.turns = [TurnRecord(t.output, t.action, t.observation, t.reward, t.executed) for t in outcome.turns]
+    record.status = outcome.status
+    if outcome.status in ("model_error", "budget_exhausted"):
+        record.failure_class, record.error = "model", outcome.error
+    record.finished_at = time.time()
+
+
+def _line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:500]

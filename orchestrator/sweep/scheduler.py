@@ -1,0 +1,159 @@
+"""Run a sweep: plan its episodes, skip those already stored, and run the rest under one TaskGroup.
+
+    summary = await run_sweep(config, sweep_hash, progress=progress)
+
+Levels, each an async context manager: the store (and its directory lock) → the models (offline
+servers, LLM client) → the runtime (engine, pool, services) → `concurrency` workers. A worker
+takes the next episode from the fair dispatcher, runs it, and commits it before taking another,
+so an interruption at any point loses only episodes in flight, which a re-run runs again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import structlog
+
+from environments.runtime import Runtime, default_pool_config
+from orchestrator.errors import ImageError, UserError
+from orchestrator.images.build import build_images, image_status
+from orchestrator.images.specs import BY_NAME
+from orchestrator.pool import ImagePoolConfig
+from orchestrator.settings import DEFAULT_DATA_DIR, PROJECT_ROOT
+from orchestrator.store import Store
+from orchestrator.store.store import config_json
+from orchestrator.sweep.config import SweepConfig
+from orchestrator.sweep.models import SweepModels
+from orchestrator.sweep.plan import Dispatcher, PlannedEpisode, plan, select_tasks
+from orchestrator.sweep.progress import SweepProgress
+from orchestrator.sweep.runner import EpisodeRunner
+from tasks import Task
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class SweepSummary:
+    planned: int
+    skipped: int  # already stored by an earlier run
+    ran: int
+    not_started: int  # left for a resume (the budget ran out)
+    run_id: int
+
+
+async def run_sweep(config: SweepConfig, sweep_hash: str, *, progress: SweepProgress,
+                    data_dir: Path | None) -> SweepSummary:
+    task_sets = await asyncio.to_thread(_load_task_sets, config, data_dir)
+    episodes = plan(config, task_sets)
+    async with Store.open(config.output, sweep=config.name, identity=config.identity()) as store:
+        done = await store.finished_keys()
+        todo = [e for e in episodes if e.key not in done]
+        progress.plan(episodes, done)
+        run_id = await store.start_run(sweep=config.name, identity=config.identity(), sweep_hash=sweep_hash,
+                                       git_sha=await _git_sha(), config_json=config_json(config))
+        log.info("sweep_start", sweep=config.name, run=run_id, planned=len(episodes), skipped=len(episodes) - len(todo))
+        status = "failed"
+        try:
+            left = await _run(config, todo, task_sets, store, run_id, progress, data_dir) if todo else 0
+            status = "finished" if left == 0 else "stopped"
+        except asyncio.CancelledError:
+            status = "interrupted"
+            raise
+        finally:
+            await asyncio.shield(store.finish_run(run_id, status))
+            log.info("sweep_end", sweep=config.name, run=run_id, status=status)
+    return SweepSummary(len(episodes), len(episodes) - len(todo), len(todo) - left, left, run_id)
+
+
+def _load_task_sets(config: SweepConfig, data_dir: Path | None) -> dict[str, list[Task]]:
+    return {spec.label: select_tasks(spec, data_dir) for spec in config.tasks}
+
+
+async def _run(config: SweepConfig, todo: list[PlannedEpisode], task_sets: dict[str, list[Task]], store: Store,
+               run_id: int, progress: SweepProgress, data_dir: Path | None) -> int:
+    """Run `todo`; returns how many episodes were left unstarted (a spent budget stops new ones)."""
+    images = sorted({e.task.image for e in todo})
+    await ensure_images(images, data_dir)
+    all_tasks = [t for tasks in task_sets.values() for t in tasks]
+    async with SweepModels.open(config, all_tasks, data_dir) as models, \
+            Runtime.open(data_dir=data_dir, reward_mode=config.reward_mode, images=_pool_configs(config, images),
+                         run_id=f"sweep-{run_id}", gold_dir=config.output / "gold") as runtime:
+        progress.attach(models.client, runtime.pool)
+        runner = EpisodeRunner(runtime, models, max_turns=config.max_turns, timeout=config.episode_timeout,
+                               retries=config.infra_retries, on_retry=progress.retried)
+        dispatcher = Dispatcher(todo)
+        budget = models.client.budget
+
+        async def worker() -> None:
+            while not (budget is not None and budget.exhausted) and (episode := dispatcher.take()) is not None:
+                progress.started(episode)
+                try:
+                    record = await runner.run(episode)
+                finally:
+                    dispatcher.done(episode)
+                await store.add_episode(run_id, config.name, record)
+                progress.finished(episode, record)
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                for n in range(min(config.concurrency, len(todo))):
+                    group.create_task(worker(), name=f"worker-{n}")
+        except BaseExceptionGroup as group_error:
+            raise _first(group_error) from None
+        return len(dispatcher)
+
+
+def _first(group_error: BaseExceptionGroup) -> BaseException:
+    """The error to report from a failed TaskGroup: a user error if there is one."""
+    leaves: list[BaseException] = []
+    stack: list[BaseException] = [group_error]
+    while stack:
+        error = stack.pop()
+        if isinstance(error, BaseExceptionGroup):
+            stack.extend(error.exceptions)
+        else:
+            leaves.append(error)
+    return next((e for e in leaves if isinstance(e, UserError)), leaves[0])
+
+
+def _pool_configs(config: SweepConfig, images: list[str]) -> dict[str, ImagePoolConfig]:
+    configs = {}
+    for image in images:
+        base = default_pool_config(image)
+        size = config.pools.get(image, config.pools.get(image.removeprefix("intercode/")))
+        if size is not None and base.reset:  # service images (one shared server) keep their single container
+            base = base.model_copy(update={"max_size": size})
+        configs[image] = base
+    return configs
+
+
+async def ensure_images(images: list[str], data_dir: Path | None) -> None:
+    """Build the images the sweep needs that are missing or out of date (only those)."""
+    by_tag = {spec.tag.removesuffix(":latest"): name for name, spec in BY_NAME.items()}
+    names = [by_tag[image] for image in images if image in by_tag]
+    unknown = [image for image in images if image not in by_tag]
+    if unknown:
+        raise ImageError(f"no image spec for {unknown[0]}: known images are {', '.join(by_tag)}")
+    directory = data_dir or DEFAULT_DATA_DIR
+    stale = [s.name for s in await image_status(names, directory) if str(s.state) != "present"]
+    if stale:
+        log.warning("building_images", images=stale)
+        await build_images(stale, directory)
+
+
+async def _git_sha() -> str | None:
+    """The project's commit (with '+dirty' if the checkout has changes), or None outside git."""
+    def read() -> str | None:
+        try:
+            sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT, capture_output=True, text=True,
+                                 timeout=10, check=True).stdout.strip()
+            dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=PROJECT_ROOT,
+                                   capture_output=True, text=True, timeout=10).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return f"{sha}+dirty" if dirty else sha
+    return await asyncio.to_thread(read)
+

@@ -1,0 +1,119 @@
+"""The sweep file's validation and the sweep's fair order: no engine needed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from orchestrator.cli import main
+from orchestrator.errors import ConfigError
+from orchestrator.sweep.config import load_sweep
+from orchestrator.sweep.plan import Dispatcher, plan, select_tasks
+from tasks import load_tasks
+
+GOOD = """
+name = "t"
+output = "OUT"
+strategies = ["single", "try_again"]
+[[models]]
+name = "oracle"
+[[models]]
+name = "openai/sim"
+local = { latency = 0 }
+[[tasks]]
+dataset = "starter-bash"
+[[tasks]]
+dataset = "starter-sql"
+limit = 2
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "sweep.toml"
+    path.write_text(text.replace("OUT", str(tmp_path / "out")))
+    return path
+
+
+def error_of(tmp_path: Path, text: str) -> str:
+    with pytest.raises(ConfigError) as caught:
+        load_sweep(write(tmp_path, text))
+    return str(caught.value)
+
+
+def test_a_good_file_loads_with_defaults_and_a_stable_identity(tmp_path):
+    config, digest = load_sweep(write(tmp_path, GOOD))
+    assert (config.epochs, config.max_turns, config.reward_mode) == (1, 10, "original")
+    assert len(digest) == 64
+    again, _ = load_sweep(write(tmp_path, "concurrency = 99\n" + GOOD.replace('latency = 0', 'latency = 3')))
+    assert again.identity() == config.identity()  # speed settings don't change the episodes
+    other, _ = load_sweep(write(tmp_path, GOOD.replace("limit = 2", "limit = 3")))
+    assert other.identity() != config.identity()
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    (lambda t: "colour = 1\n" + t, "colour: unknown key; allowed: name, output, models"),
+    (lambda t: t.replace('name = "oracle"', 'name = "oracle"\ntemp = 1'), "models.0.temp: unknown key; allowed: name, api_base"),
+    (lambda t: t.replace('"starter-sql"', '"spiderr"'), "tasks.1.dataset: unknown dataset 'spiderr'; allowed: nl2bash-fs1"),
+    (lambda t: t.replace('"try_again"', '"tryagain"'), "strategies: unknown strategy 'tryagain'; allowed: single, try_again"),
+    (lambda t: t.replace("limit = 2", "limit = 0"), "tasks.1.limit: Input should be greater than or equal to 1"),
+    (lambda t: t.replace('name = "t"\n', ""), "name: required key is missing"),
+    (lambda t: t.replace('name = "openai/sim"', 'name = "sim"'), "a local model is served over the OpenAI API"),
+    (lambda t: t + '\n[[tasks]]\ndataset = "starter-bash"\n', "task set 'starter-bash' is listed twice"),
+    (lambda t: t.replace("[[tasks]]", "[[tasks]", 1), "is not valid TOML"),
+])
+def test_each_mistake_is_one_line_naming_the_key(tmp_path, change, expected):
+    message = error_of(tmp_path, change(GOOD))
+    assert expected in message
+    assert "\n" not in message
+
+
+def test_a_missing_file_and_a_bad_file_exit_2_with_one_line(tmp_path, capsys):
+    assert main(["sweep", str(tmp_path / "nope.toml")]) == 2
+    assert main(["sweep", str(write(tmp_path, "epochs = 0\n" + GOOD))]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 2 and "does not exist" in lines[0] and "epochs: Input should be greater" in lines[1]
+    assert not (tmp_path / "out").exists()  # nothing written for a rejected file
+
+
+def test_select_filter_sample_and_limit_are_seeded_and_stable():
+    config, _ = load_sweep_text('dataset = "starter-bash"\nsample = 3\nseed = 5')
+    first = select_tasks(config.tasks[0], None)
+    assert len(first) == 3 and first == select_tasks(config.tasks[0], None)
+    assert [t.index for t in first] == sorted(t.index for t in first)
+    config, _ = load_sweep_text('dataset = "starter-bash"\nindices = [1, 3]')
+    assert [t.index for t in select_tasks(config.tasks[0], None)] == [1, 3]
+    everything = load_tasks("starter-bash")
+    word = everything[0].query.split()[-1]
+    config, _ = load_sweep_text(f'dataset = "starter-bash"\nfilter = "{word}"')
+    assert everything[0] in select_tasks(config.tasks[0], None)
+
+
+def load_sweep_text(task_block: str):
+    import tempfile
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "s.toml"
+        path.write_text(f'name = "s"\noutput = "{directory}/o"\nstrategies = ["single"]\n'
+                        f'[[models]]\nname = "oracle"\n[[tasks]]\n{task_block}\n')
+        return load_sweep(path)
+
+
+def test_plan_covers_every_cell_early_and_the_dispatcher_is_fair(tmp_path):
+    config, _ = load_sweep(write(tmp_path, GOOD))
+    sets = {t.label: select_tasks(t, None) for t in config.tasks}
+    episodes = plan(config, sets)
+    assert len(episodes) == 2 * 2 * (5 + 2)
+    assert len({e.key for e in episodes}) == len(episodes)
+    first_cells = {(e.key.model, e.key.strategy, e.key.task_set) for e in episodes[:4]}
+    assert len(first_cells) == 4  # the first four of a model are four different cells
+    dispatcher = Dispatcher(episodes)
+    # A slow model keeps its episodes in flight; the other still gets every other slot.
+    taken = [dispatcher.take() for _ in range(6)]
+    assert [e.model for e in taken].count("oracle") == 3
+    for episode in taken:
+        if episode.model == "openai/sim":
+            dispatcher.done(episode)  # the fast model finishes at once
+    nxt = [dispatcher.take() for _ in range(3)]
+    assert all(e.model == "openai/sim" for e in nxt)  # the slow one holds 3 slots: it waits its turn
+    dispatcher.put_back(nxt[0])
+    assert dispatcher.take() == nxt[0]
