@@ -45,3 +45,7 @@ bench-pool: (images "nl2bash-fs1")
 # LLM benchmark: 200 Try Again episodes against a scripted provider at 600 rpm / 200 ms (rpm share, 429 share, episodes lost)
 bench-llm: (images "sql-starter")
     {{python}} -m benchmarks.bench_llm
+
+# Sweep benchmark: oracle over NL2Bash fs 1-4 at concurrency 1 vs 16; a simulated 1 s LLM x 10 turns x 256 at once
+bench-sweep: (images "nl2bash-fs1" "nl2bash-fs2" "nl2bash-fs3" "nl2bash-fs4" "sql-starter")
+    {{python}} -m benchmarks.bench_sweep --data-dir {{data_dir}}

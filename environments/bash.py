@@ -120,7 +120,7 @@ class BashEnv(Environment):
         """Output, changes and content hashes of the gold command, once per task and image."""
         assert self.task is not None
         task = self.task
-        key = (await self.runtime.image_digest(task.image), task.id, "bash-gold-v1")
+        key = (await self.runtime.image_digest(task.image), task.fingerprint, "bash-gold-v1")
         return await self.runtime.gold.get(key, lambda: self._run_gold(task))
 
     async def _run_gold(self, task: Task) -> dict[str, Any]:

@@ -29,7 +29,7 @@ SERVICE_IMAGES = {"intercode/sql", "intercode/sql-starter"}
 def default_pool_config(image: str) -> ImagePoolConfig:
     if image in SERVICE_IMAGES:  # a database server: reachable from the host, reset by its own means
         return ImagePoolConfig(min_idle=0, max_size=1, reset=False, check_changes=False,
-                               hardening=Hardening(network=True, memory_mb=2048, cpus=2.0, pids=1024))
+                               hardening=Hardening(network=True, memory_mb=2048, cpus=2.0, pids=2048))  # a thread per connection
     return ImagePoolConfig(min_idle=0, max_size=16)
 
 

@@ -166,7 +166,7 @@ class SqlEnv(Environment):
                                  is_ordered(task.gold_text))
 
         digest = await self.runtime.image_digest(task.image)
-        return await self.runtime.gold.get((digest, task.id, mode), compute)
+        return await self.runtime.gold.get((digest, task.fingerprint, mode), compute)
 
     def _as_gold(self, outcome: Outcome, ordered: bool) -> dict[str, Any]:
         """A gold outcome as JSON (the gold cache may store it): rows as the reward mode compares them."""

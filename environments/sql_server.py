@@ -50,7 +50,7 @@ class SqlSettings(BaseModel):
     max_rows: int = Field(10_000, gt=0, description="Rows read from one result; the reward sees these.")
     shown_rows: int = Field(1000, gt=0, description="Rows put in the observation; a note says how many more.")
     ready_timeout: float = Field(120.0, gt=0, description="Seconds to wait for the server to accept connections.")
-    connections: int = Field(120, gt=0, description="Episode connections at once (the server allows 151).")
+    connections: int = Field(1000, gt=0, description="Episode connections at once (the server allows 1100).")
     gold_connections: int = Field(8, gt=0, description="Connections for gold queries, apart from the episodes'.")
 
 

@@ -29,6 +29,7 @@ COMMAND_MODULES = (
     "orchestrator.sweep.cli",
     "orchestrator.store.cli",
     "orchestrator.report.cli",
+    "orchestrator.nightly.cli",
 )
 
 
@@ -58,16 +59,16 @@ async def _run_cancellable(handler: Handler, args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logs.configure(args.verbose)
-    handler: Handler = args.handler
-    try:
-        return asyncio.run(_run_cancellable(handler, args))
-    except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        print("interrupted: containers removed, results written so far are kept", file=sys.stderr)
-        return 130
+    with logs.configured(args.verbose):
+        handler: Handler = args.handler
+        try:
+            return asyncio.run(_run_cancellable(handler, args))
+        except UserError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            print("interrupted: containers removed, results written so far are kept", file=sys.stderr)
+            return 130
 
 
 def handler_of(fn: Callable[[argparse.Namespace], Awaitable[int]]) -> dict[str, Any]:

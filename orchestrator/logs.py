@@ -20,9 +20,21 @@ def configure(verbosity: int = 0) -> None:
         processors=[structlog.processors.add_log_level, structlog.processors.TimeStamper(fmt="%H:%M:%S"),
                     structlog.dev.ConsoleRenderer(colors=False)],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=_Stderr()),
         cache_logger_on_first_use=False,
     )
+
+
+@contextmanager
+def configured(verbosity: int = 0) -> Iterator[None]:
+    """`configure(verbosity)` for the block, then the configuration from before (a command run
+    in-process, as tests do, leaves logging as it found it)."""
+    previous = structlog.get_config()
+    configure(verbosity)
+    try:
+        yield
+    finally:
+        structlog.configure(**previous)
 
 
 @contextmanager
@@ -32,6 +44,7 @@ def logging_to_file(path: Path, verbosity: int = 0, *, console: bool = True) -> 
     file_level = logging.DEBUG if verbosity >= 2 else logging.INFO
     console_level = {0: logging.WARNING, 1: logging.INFO}.get(verbosity, logging.DEBUG)
     path.parent.mkdir(parents=True, exist_ok=True)
+    previous = structlog.get_config()
     sink = _Sink(path.open("a", encoding="utf-8", buffering=1))  # line-buffered: a killed sweep keeps its log
     readable = structlog.dev.ConsoleRenderer(colors=False)
     as_json = structlog.processors.JSONRenderer()
@@ -39,7 +52,7 @@ def logging_to_file(path: Path, verbosity: int = 0, *, console: bool = True) -> 
     def tee(logger: Any, method: str, event: dict[str, Any]) -> str:
         level = logging.getLevelNamesMapping().get(method.upper(), logging.INFO)
         if console and level >= console_level:
-            print(readable(logger, method, dict(event)), file=sys.stderr)
+            print(readable(logger, method, dict(event)), file=sys.stderr)  # whatever stderr is now
         return as_json(logger, method, event)
 
     structlog.configure(
@@ -52,7 +65,7 @@ def logging_to_file(path: Path, verbosity: int = 0, *, console: bool = True) -> 
     try:
         yield
     finally:
-        configure(verbosity)
+        structlog.configure(**previous)
         sink.close()
 
 
@@ -81,3 +94,13 @@ class _Sink:
             self.file.close()
         except OSError:
             self.lost += 1
+
+
+class _Stderr:
+    """sys.stderr as it is at each write, not as it was at set-up (a test's capture, a redirect)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()

@@ -36,3 +36,16 @@ def data_path(data_dir: Path, relative: str) -> Path:
     if not path.exists():
         raise DataDirError(f"{path} is missing from the data directory: {HOW_TO_FIX}")
     return path
+
+
+CACHE_DIR_ENV = "INTERCODE_CACHE_DIR"
+
+
+def cache_dir() -> Path:
+    """Where results that depend only on an image (gold outputs, keyed by image digest) are kept
+    across runs: $INTERCODE_CACHE_DIR, else $XDG_CACHE_HOME/intercode-orchestrator, else
+    ~/.cache/intercode-orchestrator."""
+    if os.environ.get(CACHE_DIR_ENV):
+        return Path(os.environ[CACHE_DIR_ENV]).expanduser()
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "intercode-orchestrator"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +30,13 @@ class Task:
     @property
     def id(self) -> str:
         return f"{self.dataset}/{self.index}"
+
+    @property
+    def fingerprint(self) -> str:
+        """The id plus a hash of everything that defines the task: cached gold results are keyed by
+        it, so a task whose gold, query or set-up changed under the same id is computed afresh."""
+        content = json.dumps([self.query, self.gold, dict(self.meta)], sort_keys=True, default=str)
+        return f"{self.id}#{hashlib.sha256(content.encode()).hexdigest()[:12]}"
 
     @property
     def gold_text(self) -> str:

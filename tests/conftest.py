@@ -22,6 +22,15 @@ logs.configure(int(os.environ.get("INTERCODE_TEST_VERBOSITY", "1")))
 FS1 = "intercode/nl2bash-fs1"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Sweeps keep gold results in a per-user cache; tests (and the sweeps they start in
+    subprocesses) use one of their own, so they neither read nor leave the user's."""
+    path = tmp_path_factory.mktemp("cache")
+    os.environ["INTERCODE_CACHE_DIR"] = str(path)
+    return path
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     path = Path(os.environ.get("INTERCODE_DATA_DIR") or PROJECT.parent / "shared" / "intercode-data")

@@ -217,8 +217,7 @@ def test_sweep_still_running(make_db):
 
 
 def with_report_command(monkeypatch) -> None:
-    if REPORT_MODULE not in cli.COMMAND_MODULES:
-        monkeypatch.setattr(cli, "COMMAND_MODULES", (*cli.COMMAND_MODULES, REPORT_MODULE))
+    assert REPORT_MODULE in cli.COMMAND_MODULES
 
 
 def one_error_line(capsys, argv: list[str]) -> str:

@@ -117,3 +117,14 @@ def test_plan_covers_every_cell_early_and_the_dispatcher_is_fair(tmp_path):
     assert all(e.model == "openai/sim" for e in nxt)  # the slow one holds 3 slots: it waits its turn
     dispatcher.put_back(nxt[0])
     assert dispatcher.take() == nxt[0]
+
+
+@pytest.mark.parametrize("name", ["quickstart.toml", "intercode-paper.toml"])
+def test_the_example_sweep_files_are_valid(name):
+    from orchestrator.settings import PROJECT_ROOT
+
+    config, _ = load_sweep(PROJECT_ROOT / "examples" / name)
+    assert config.models and config.tasks
+    if name == "intercode-paper.toml":
+        assert {t.dataset for t in config.tasks} >= {"nl2bash-fs1", "spider", "mbpp", "ctf"}
+        assert config.strategies == ["single", "try_again", "react", "plan_solve"]

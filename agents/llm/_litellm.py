@@ -12,4 +12,8 @@ import litellm  # noqa: E402
 # Its "Give Feedback / Get Help" banner goes to stdout on every error; our errors say enough.
 litellm.suppress_debug_info = True
 
+from ._openai_fast import install  # noqa: E402
+
+install()  # openai/* calls skip the SDK's per-message type walk (see _openai_fast)
+
 __all__ = ["litellm"]

@@ -130,6 +130,11 @@ def container_config(image: str, hardening: Hardening, labels: dict[str, str]) -
         "SecurityOpt": ["no-new-privileges"],
         "AutoRemove": False,
     }
+    if not hardening.network:
+        # Without a network the host's resolver can't answer: name lookups (dig, curl, ping) would
+        # wait out their retries, often past the action timeout. Pointing them at an address where
+        # nothing listens makes them fail at once, as they would on an offline machine.
+        host_config["Dns"] = ["127.0.0.1"]
     return {"Image": image, "Hostname": hardening.hostname, "Labels": labels, "HostConfig": host_config,
             "AttachStdin": False, "AttachStdout": False, "AttachStderr": False, "Tty": False}
 

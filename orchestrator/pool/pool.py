@@ -92,7 +92,10 @@ class ImagePool:
     def grow(self) -> None:
         """Start creating containers for the waiters and the idle minimum, within max_size."""
         live_waiters = sum(1 for w in self.waiters if not w.done())
-        wanted = live_waiters + max(self.config.min_idle - len(self.idle), 0) - self.creating
+        # A container being reset is idle again in milliseconds, a new one takes hundreds: count
+        # resets as on their way (a failed reset retires its container, which grows the pool again).
+        resetting = sum(1 for m in self.members.values() if m.state is State.RESETTING)
+        wanted = live_waiters + max(self.config.min_idle - len(self.idle), 0) - self.creating - resetting
         while wanted > 0 and self.size < self.config.max_size and not self.closed:
             self.creating += 1
             wanted -= 1

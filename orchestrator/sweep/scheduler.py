@@ -22,7 +22,7 @@ from orchestrator.errors import ImageError, UserError
 from orchestrator.images.build import build_images, image_status
 from orchestrator.images.specs import BY_NAME
 from orchestrator.pool import ImagePoolConfig
-from orchestrator.settings import DEFAULT_DATA_DIR, PROJECT_ROOT
+from orchestrator.settings import DEFAULT_DATA_DIR, PROJECT_ROOT, cache_dir
 from orchestrator.store import Store
 from orchestrator.store.store import config_json
 from orchestrator.sweep.config import SweepConfig
@@ -80,7 +80,7 @@ async def _run(config: SweepConfig, todo: list[PlannedEpisode], task_sets: dict[
     all_tasks = [t for tasks in task_sets.values() for t in tasks]
     async with SweepModels.open(config, all_tasks, data_dir) as models, \
             Runtime.open(data_dir=data_dir, reward_mode=config.reward_mode, images=_pool_configs(config, images),
-                         run_id=f"sweep-{run_id}", gold_dir=config.output / "gold") as runtime:
+                         run_id=f"sweep-{run_id}", gold_dir=cache_dir() / "gold") as runtime:
         progress.attach(models.client, runtime.pool)
         runner = EpisodeRunner(runtime, models, max_turns=config.max_turns, timeout=config.episode_timeout,
                                retries=config.infra_retries, on_retry=progress.retried)

@@ -1,0 +1,202 @@
+"""`just bench-sweep`: the sweep's throughput, measured side by side in one run.
+
+1. **Oracle over NL2Bash fs 1–4** (200 tasks, the gold command as the model's answer, Single
+   strategy), once at concurrency 1 and once at 16, each a whole sweep into a fresh output
+   directory: pool start, containers, episodes, store, teardown. Episodes per second are 200 /
+   that wall time. Gold results are cached by a first, also reported, sweep that computes them.
+   Every reward at 16 must equal its reward at 1.
+2. **LLM-bound**: a simulated 1 s LLM (the project's server, in its own process like a remote
+   provider) answering a wrong query every turn, Try Again for 10 turns, 256 episodes at once,
+   over the starter SQL tasks (one shared server, a connection per episode). Ideal throughput is
+   256 episodes per 10 s; the figure is achieved / ideal, with the sweep process's peak RSS.
+
+Each sweep runs in a child process, so its peak RSS is its own. Ends with one `name: value` line
+per figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from orchestrator.logs import configure
+from orchestrator.settings import resolve_data_dir
+from orchestrator.sweep.config import load_sweep
+from orchestrator.sweep.progress import SweepProgress
+from orchestrator.sweep.scheduler import run_sweep
+
+ORACLE = """
+name = "bench-oracle"
+output = "{out}"
+strategies = ["single"]
+max_turns = 1
+concurrency = {concurrency}
+[[models]]
+name = "oracle"
+""" + "".join(f'[[tasks]]\ndataset = "nl2bash-fs{n}"\n' for n in (1, 2, 3, 4))
+
+LLM_BOUND = """
+name = "bench-llm-bound"
+output = "{out}"
+strategies = ["try_again"]
+max_turns = {turns}
+concurrency = {concurrency}
+epochs = {epochs}
+[[models]]
+name = "openai/sim-1s"
+api_base = "{api_base}"
+api_key_env = "BENCH_LOCAL_KEY"
+limits = {{ max_concurrency = {concurrency} }}
+timeout = 60
+[[tasks]]
+dataset = "starter-sql"
+"""
+WRONG = "Let me look at the data first.\n```sql\nSELECT 1\n```"
+
+
+async def child(args: argparse.Namespace) -> None:
+    """Run one sweep file in this process; print its wall time and peak RSS as JSON."""
+    configure(0)
+    config, digest = load_sweep(Path(args.child))
+    data_dir = resolve_data_dir(args.data_dir) if args.data_dir else None
+    started = time.perf_counter()
+    summary = await run_sweep(config, digest, progress=SweepProgress(quiet=True), data_dir=data_dir)
+    wall = time.perf_counter() - started
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"wall_s": wall, "ran": summary.ran, "peak_rss_mb": peak_kb / 1024}))
+
+
+def run_child(sweep: Path, data_dir: str | None) -> dict:
+    command = [sys.executable, "-m", "benchmarks.bench_sweep", "--child", str(sweep)]
+    if data_dir:
+        command += ["--data-dir", data_dir]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        sys.exit(f"bench-sweep: the sweep {sweep} failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def rewards(out: Path) -> dict[str, tuple[float, str]]:
+    db = sqlite3.connect(out / "results.db")
+    try:
+        return {task: (reward, status) for task, reward, status in
+                db.execute("SELECT task_id, reward, status FROM episodes")}
+    finally:
+        db.close()
+
+
+def oracle_part(work: Path, data_dir: str) -> dict[str, float]:
+    """Three sweeps: concurrency 16 with an empty gold cache (each task's gold runs once, in its own
+    container), then 1 and 16 with the gold results cached, as every later sweep on the same images
+    has them. The two measured side by side are the cached ones."""
+    os.environ["INTERCODE_CACHE_DIR"] = str(work / "cache")  # starts empty: not the user's cache
+    figures: dict[str, float] = {}
+    outcomes = {}
+    for label, concurrency in (("cold", 16), ("c1", 1), ("c16", 16)):
+        out = work / f"oracle-{label}"
+        sweep = work / f"oracle-{label}.toml"
+        sweep.write_text(ORACLE.format(out=out, concurrency=concurrency))
+        result = run_child(sweep, data_dir)
+        outcomes[label] = rewards(out)
+        eps = result["ran"] / result["wall_s"]
+        figures[f"oracle_eps_{label}"] = eps
+        solved = sum(r == 1.0 for r, _ in outcomes[label].values())
+        gold = "gold computed" if label == "cold" else "gold cached"
+        print(f"oracle, concurrency {concurrency:>2} ({gold}): {result['ran']} episodes in {result['wall_s']:.2f} s "
+              f"= {eps:.1f} episodes/s; reward 1.0 on {solved}; peak RSS {result['peak_rss_mb']:.0f} MB")
+    differ = sorted(t for label in ("cold", "c16") for t in outcomes["c1"] if outcomes["c1"][t] != outcomes[label].get(t))
+    print(f"rewards that differ from concurrency 1: {len(differ)} {differ[:5]}")
+    not_one = sorted(t for t, (r, _) in outcomes["c16"].items() if r != 1.0)
+    print(f"tasks below reward 1.0: {not_one} (validate's figures and reasons: docs/fidelity.md)")
+    figures["oracle_reward_mismatches"] = float(len(differ))
+    figures["speedup_c16_vs_c1"] = figures["oracle_eps_c16"] / figures["oracle_eps_c1"]
+    return figures
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for_port(port: int, process: subprocess.Popen, timeout: float = 30.0) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if process.poll() is not None:
+            sys.exit("bench-sweep: the simulated LLM server exited")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.02)  # polling readiness of a process we just started
+    sys.exit("bench-sweep: the simulated LLM server did not start")
+
+
+def llm_part(work: Path, concurrency: int, turns: int, epochs: int, latency: float) -> dict[str, float]:
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "agents.llm.server", "--port", str(port), "--latency",
+                               str(latency), "--answer", WRONG], stdout=subprocess.DEVNULL)
+    try:
+        wait_for_port(port, server)
+        out = work / "llm-bound"
+        sweep = work / "llm-bound.toml"
+        sweep.write_text(LLM_BOUND.format(out=out, concurrency=concurrency, turns=turns, epochs=epochs,
+                                          api_base=f"http://127.0.0.1:{port}/v1"))
+        os.environ["BENCH_LOCAL_KEY"] = "sk-bench-local"
+        result = run_child(sweep, None)
+    finally:
+        server.terminate()
+        server.wait()
+    db = sqlite3.connect(out / "results.db")
+    (episodes, turns_done, failed), = db.execute(
+        "SELECT count(*), sum(n_turns), sum(failure_class IS NOT NULL) FROM episodes").fetchall()
+    db.close()
+    ideal = concurrency / (turns * latency)
+    achieved = episodes / result["wall_s"]
+    print(f"LLM-bound: {episodes} episodes x {turns} turns ({turns_done} turns, {failed} failed) at {concurrency} "
+          f"at once in {result['wall_s']:.1f} s = {achieved:.2f} episodes/s; ideal {ideal:.2f}/s "
+          f"(a {latency:g} s answer per turn); peak RSS {result['peak_rss_mb']:.0f} MB")
+    return {"llm_bound_share_of_ideal": achieved / ideal, "peak_rss_mb": result["peak_rss_mb"],
+            "llm_bound_failed": float(failed)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--concurrency", type=int, default=256)
+    parser.add_argument("--turns", type=int, default=10)
+    parser.add_argument("--epochs", type=int, default=0, help="LLM-bound epochs over the 5 SQL tasks "
+                                                              "(default: the concurrency, so exactly 5 waves)")
+    parser.add_argument("--latency", type=float, default=1.0)
+    parser.add_argument("--skip-oracle", action="store_true")
+    args = parser.parse_args()
+    if args.child:
+        asyncio.run(child(args))
+        return
+    data_dir = str(resolve_data_dir(args.data_dir))
+    with tempfile.TemporaryDirectory(prefix="bench-sweep-") as directory:
+        work = Path(directory)
+        figures = {} if args.skip_oracle else oracle_part(work, data_dir)
+        epochs = args.epochs or args.concurrency  # 5 tasks x concurrency epochs: exactly 5 waves
+        figures |= llm_part(work, args.concurrency, args.turns, epochs, args.latency)
+    for name in ("oracle_eps_cold", "oracle_reward_mismatches", "speedup_c16_vs_c1", "llm_bound_failed"):
+        if name in figures:
+            print(f"{name}: {figures[name]:.2f}")
+    for name in ("oracle_eps_c1", "oracle_eps_c16", "llm_bound_share_of_ideal", "peak_rss_mb"):
+        if name in figures:
+            print(f"{name}: {figures[name]:.3f}" if name == "llm_bound_share_of_ideal" else f"{name}: {figures[name]:.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,45 @@
+"""The facts a comparison needs about one episode, from a results.db or from the history store.
+
+A nightly keeps only these in its history (not the whole results.db), so a baseline can be
+compared with after its output directory is gone, e.g. when CI keeps only the history artifact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from orchestrator.report.data import Episode
+
+Cell = tuple[str, str, str]  # (model, strategy, task_set)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One episode's result; `infra` marks an infrastructure failure, which says nothing about the model."""
+
+    model: str
+    strategy: str
+    task_set: str
+    task_id: str
+    epoch: int
+    success: bool
+    reward: float
+    infra: bool = False
+
+    @property
+    def cell(self) -> Cell:
+        return self.model, self.strategy, self.task_set
+
+
+def from_episodes(episodes: Iterable[Episode]) -> list[Outcome]:
+    return [Outcome(e.model, e.strategy, e.task_set, e.task_id, e.epoch, e.success, e.reward,
+                    e.failure_class == "infra") for e in episodes]
+
+
+def by_cell(outcomes: Iterable[Outcome]) -> dict[Cell, dict[tuple[str, int], Outcome]]:
+    """Outcomes per cell, keyed by (task_id, epoch): the pairing key of a comparison."""
+    cells: dict[Cell, dict[tuple[str, int], Outcome]] = {}
+    for outcome in outcomes:
+        cells.setdefault(outcome.cell, {})[outcome.task_id, outcome.epoch] = outcome
+    return cells
