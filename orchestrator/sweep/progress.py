@@ -45,6 +45,7 @@ class SweepProgress:
         self.quiet = quiet
         self.rows: dict[tuple[str, str], Row] = collections.defaultdict(Row)
         self.started_at = time.monotonic()
+        self.warm_at: float | None = None
         self._client: LLMClient | None = None
         self._pool: Pool | None = None
 
@@ -57,6 +58,11 @@ class SweepProgress:
                 row.done += 1
                 row.success += done[episode.key]
         self.started_at = time.monotonic()
+
+    def warmed(self) -> None:
+        """The pools are warm and the episodes start: episodes/s count from here."""
+        self.started_at = time.monotonic()
+        self.warm_at = self.started_at
 
     def attach(self, client: LLMClient, pool: Pool) -> None:
         self._client, self._pool = client, pool

@@ -11,14 +11,17 @@ so an interruption at any point loses only episodes in flight, which a re-run ru
 from __future__ import annotations
 
 import asyncio
+import collections
+import math
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import structlog
 
-from environments.runtime import Runtime, default_pool_config
-from orchestrator.errors import ImageError, UserError
+from environments.runtime import SERVICE_IMAGES, Runtime, default_pool_config
+from orchestrator.errors import ImageError, SandboxError, UserError
 from orchestrator.images.build import build_images, image_status
 from orchestrator.images.specs import BY_NAME
 from orchestrator.pool import ImagePoolConfig
@@ -82,6 +85,8 @@ async def _run(config: SweepConfig, todo: list[PlannedEpisode], task_sets: dict[
             Runtime.open(data_dir=data_dir, reward_mode=config.reward_mode, images=_pool_configs(config, images),
                          run_id=f"sweep-{run_id}", gold_dir=cache_dir() / "gold") as runtime:
         progress.attach(models.client, runtime.pool)
+        await _warm(runtime, todo, config.concurrency)
+        progress.warmed()
         runner = EpisodeRunner(runtime, models, max_turns=config.max_turns, timeout=config.episode_timeout,
                                retries=config.infra_retries, on_retry=progress.retried)
         dispatcher = Dispatcher(todo)
@@ -104,6 +109,20 @@ async def _run(config: SweepConfig, todo: list[PlannedEpisode], task_sets: dict[
         except BaseExceptionGroup as group_error:
             raise _first(group_error) from None
         return len(dispatcher)
+
+
+async def _warm(runtime: Runtime, todo: list[PlannedEpisode], concurrency: int) -> None:
+    """Start each image's share of the concurrency in containers before the first episode, so
+    episodes don't queue behind container start-up. Shared service images start on first use."""
+    counts = collections.Counter(e.task.image for e in todo)
+    wanted = {image: min(n, math.ceil(concurrency * n / len(todo))) for image, n in counts.items()
+              if image not in SERVICE_IMAGES}
+    started = time.monotonic()
+    try:
+        await asyncio.gather(*(runtime.pool.warm(image, n) for image, n in wanted.items()))
+    except SandboxError as exc:  # the episodes will meet (and classify) the same trouble
+        log.warning("pool_warm_failed", error=str(exc))
+    log.info("pools_warm", containers=wanted, seconds=round(time.monotonic() - started, 2))
 
 
 def _first(group_error: BaseExceptionGroup) -> BaseException:
