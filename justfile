@@ -24,7 +24,7 @@ quickstart: engine
 
 # Run a sweep file (resumes where it stopped), e.g. just sweep examples/intercode-paper.toml
 sweep FILE *ARGS: engine
-    {{python}} -m orchestrator sweep {{FILE}} --data-dir {{data_dir}} {{ARGS}}
+    {{python}} -m orchestrator sweep {{FILE}} {{ARGS}}
 
 # A small demo of the warm pool alone
 pool-demo: (images "nl2bash-fs1")

@@ -21,7 +21,7 @@ from agents.base import EpisodeOutcome, get_strategy
 from environments import make_environment
 from environments.base import TaskUnavailable
 from environments.runtime import Runtime
-from orchestrator.errors import EngineUnavailable, OrchestratorError, SandboxError, UserError
+from orchestrator.errors import EngineUnavailable, SandboxError, UserError
 from orchestrator.store import EpisodeRecord, LLMCall, TurnRecord
 from orchestrator.sweep.models import SweepModels
 from orchestrator.sweep.plan import PlannedEpisode
@@ -58,7 +58,7 @@ class EpisodeRunner:
                 return self._failed(record, "task_error", "task", exc)
             except UserError:
                 raise
-            except (OrchestratorError, Exception) as exc:  # noqa: BLE001 — one episode never stops the sweep
+            except Exception as exc:  # noqa: BLE001 — one episode never stops the sweep
                 log.error("episode_error", task=episode.task.id, model=episode.model, exc_info=True)
                 return self._failed(record, "task_error", "task", exc)
             return record
