@@ -128,3 +128,33 @@ def test_the_example_sweep_files_are_valid(name):
     if name == "intercode-paper.toml":
         assert {t.dataset for t in config.tasks} >= {"nl2bash-fs1", "spider", "mbpp", "ctf"}
         assert config.strategies == ["single", "try_again", "react", "plan_solve"]
+
+
+def test_the_progress_table_counts_per_model_and_task_set(tmp_path):
+    import io
+
+    from rich.console import Console
+
+    from orchestrator.store import EpisodeRecord, LLMCall, TurnRecord
+    from orchestrator.sweep.progress import SweepProgress
+
+    config, _ = load_sweep(write(tmp_path, GOOD))
+    episodes = plan(config, {t.label: select_tasks(t, None) for t in config.tasks})
+    done = {episodes[0].key: True}
+    progress = SweepProgress(Console(file=io.StringIO(), width=200))
+    progress.plan(episodes, done)
+    sim = [e for e in episodes if e.model == "openai/sim" and e.key.task_set == "starter-sql"]
+    for episode, reward in zip(sim[:2], (1.0, 0.5)):
+        progress.started(episode)
+        record = EpisodeRecord(key=episode.key, env="sql", dataset="starter-sql", task_index=0, query="q", gold="g",
+                               image="i", max_turns=10, started_at=0.0,
+                               turns=[TurnRecord("o", "a", "obs", reward, True)],
+                               calls=[LLMCall("openai/sim", None, 10, 5, 0.1, 1, None)])
+        progress.finished(episode, record)
+    console = Console(file=io.StringIO(), width=200)
+    console.print(progress.table())
+    row = next(line for line in console.file.getvalue().splitlines() if "openai/sim" in line and "starter-sql" in line)
+    assert "2/4" in row and "1 (50%)" in row and "? (2 calls)" in row  # 2 unpriced calls: never "$0"
+    oracle = next(line for line in console.file.getvalue().splitlines() if "oracle" in line and "starter-bash" in line)
+    assert "1/10" in oracle and "1 (100%)" in oracle  # the episode an earlier run stored
+    assert progress.summary().startswith(f"3/{len(episodes)} episodes stored (2 this run")

@@ -36,6 +36,7 @@ class Row:
     reruns: int = 0
     failed: int = 0
     cost: float = 0.0
+    calls: int = 0
     unpriced: int = 0
 
 
@@ -82,6 +83,7 @@ class SweepProgress:
         row.failed += record.failure_class is not None
         cost = record.cost_usd
         row.cost += cost or 0.0
+        row.calls += len(record.calls)
         row.unpriced += sum(1 for c in record.calls if c.cost_usd is None)
 
     # ------------------------------------------------------------------ display
@@ -98,12 +100,12 @@ class SweepProgress:
     def table(self) -> Table:
         elapsed = max(time.monotonic() - self.started_at, 1e-9)
         table = Table(title=f"sweep: {elapsed:.0f} s", title_justify="left")
-        for header in ("model", "task set", "done", "success", "eps/s", "running", "re-runs", "llm waiting", "cost"):
+        for header in ("model", "task set", "done", "success", "eps/s", "running", "re-runs", "llm wait/retry", "cost"):
             table.add_column(header, justify="left" if header in ("model", "task set") else "right")
         for (model, task_set), row in sorted(self.rows.items()):
             stats = self._client.stats(model) if self._client and "/" in model else None
-            waiting = f"{stats.waiting} ({stats.retries} retries)" if stats else "-"
-            cost = f"${row.cost:.4f}" + (f" +{row.unpriced} unpriced" if row.unpriced else "")
+            waiting = f"{stats.waiting}/{stats.retries}" if stats else "-"
+            cost = _cost(row)
             success = f"{row.success} ({100 * row.success / row.done:.0f}%)" if row.done else "-"
             table.add_row(model, task_set, f"{row.done}/{row.total}", success, f"{row.done_now / elapsed:.1f}",
                           str(row.in_flight), str(row.reruns), waiting, cost)
@@ -118,3 +120,12 @@ class SweepProgress:
         elapsed = time.monotonic() - self.started_at
         return (f"{done}/{total} episodes stored ({now} this run in {elapsed:.1f} s, "
                 f"{now / max(elapsed, 1e-9):.1f}/s), {success} solved, {failed} failed")
+
+
+def _cost(row: Row) -> str:
+    """Dollars so far; calls litellm could not price are counted apart ("?"), never as free."""
+    if row.calls == 0:
+        return "-"
+    if row.unpriced == row.calls:
+        return f"? ({row.calls} calls)"
+    return f"${row.cost:.4f}" + (f" +{row.unpriced}?" if row.unpriced else "")
