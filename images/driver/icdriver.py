@@ -228,6 +228,7 @@ class Driver:
         self.pristine = None  # the archive's index, read on the first restore
         if self.state:
             copy_up_directories(self.state["roots"])
+            pin_root_mtime(self.state)
         # root -> {path: (ino, ctime_ns, type)}, recorded while the files are pristine
         self.baseline = {root: walk(root, {}) for root in self.state["roots"]} if self.state else {}
 
@@ -286,6 +287,7 @@ class Driver:
                     r, d = restore_root(root, before, now, self.pristine)
                     restored, removed = restored + r, removed + d
                     self.baseline[root] = walk(root, {})
+            pin_root_mtime(self.state)
         return {"killed": killed, "restored": restored, "removed": removed}
 
     def op_python(self, req):
@@ -561,6 +563,16 @@ def walk(path, found):
     return found
 
 
+def pin_root_mtime(state):
+    """Give `/` its build-time mtime back. The engine touches `/` when it creates a container, so
+    `ls -ld /` (or `ls -al` with an empty `$(which tool)`) would otherwise print the container's
+    creation minute: the gold's container and the agent's would disagree. An episode that added
+    or removed a top-level entry changed it too; the reset removes the entry, this the date."""
+    ns = state.get("root_mtime_ns")
+    if ns is not None:
+        os.utime("/", ns=(ns, ns))
+
+
 def copy_up_directories(roots):
     """Copy every directory of the restorable trees up into the container's own layer.
 
@@ -698,7 +710,7 @@ def snapshot():
     os.chmod(PRISTINE, 0o600)
     os.makedirs(os.path.dirname(STATE), exist_ok=True)
     with open(STATE, "w") as fh:
-        json.dump({"roots": roots, "toplevel": toplevel}, fh)
+        json.dump({"roots": roots, "toplevel": toplevel, "root_mtime_ns": os.stat("/").st_mtime_ns}, fh)
     print("pristine snapshot of %s" % " ".join(roots))
 
 
