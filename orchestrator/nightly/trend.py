@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from html import escape
 
-from orchestrator.report.svg import HEIGHT, LEFT, RIGHT, WIDTH, _frame, _y, colour
+from orchestrator.report.svg import HEIGHT, LEFT, RIGHT, WIDTH, colour, frame, y_of
 
 Series = tuple[str, list[float | None]]  # (cell name, value per night; None: not run that night)
 
@@ -22,13 +22,13 @@ def trend_chart(title: str, nights: list[str], series: list[Series], metric: str
             for i, label in enumerate(nights) if i % every == 0 or i == len(nights) - 1]
     for s, (name, values) in enumerate(series):
         for segment in _segments(values):
-            coords = " ".join(f"{LEFT + i * span:.1f},{_y(v):.1f}" for i, v in segment)
+            coords = " ".join(f"{LEFT + i * span:.1f},{y_of(v):.1f}" for i, v in segment)
             body.append(f'<polyline points="{coords}" fill="none" stroke="{colour(s)}" stroke-width="2" '
                         f'data-series="{escape(name)}"><title>{escape(name)}</title></polyline>')
-        body += [f'<circle cx="{LEFT + i * span:.1f}" cy="{_y(v):.1f}" r="3.5" fill="{colour(s)}" class="point">'
+        body += [f'<circle cx="{LEFT + i * span:.1f}" cy="{y_of(v):.1f}" r="3.5" fill="{colour(s)}" class="point">'
                  f'<title>{escape(name)}: {metric} {v:.1%} on {escape(nights[i])}</title></circle>'
                  for i, v in enumerate(values) if v is not None]
-    return _frame(title, "night", body, [name for name, _ in series])
+    return frame(title, "night", body, [name for name, _ in series])
 
 
 def _segments(values: list[float | None]) -> list[list[tuple[int, float]]]:

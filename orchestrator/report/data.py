@@ -9,14 +9,10 @@ not a results database) becomes one ConfigError line.
 from __future__ import annotations
 
 import sqlite3
-from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.errors import ConfigError
-
-DB_NAME = "results.db"
-REQUIRED_TABLES = ("meta", "runs", "episodes", "turns")
+from orchestrator.store.reader import database_path, read_only
 
 
 @dataclass(frozen=True)
@@ -86,32 +82,10 @@ ORDER BY e.model, e.strategy, e.task_set, e.task_id, e.epoch
 """
 
 
-def database_path(outdir: Path) -> Path:
-    """OUTDIR/results.db, or a ConfigError saying what to do when it isn't there."""
-    if not outdir.is_dir():
-        raise ConfigError(f"{outdir} is not a directory: give the output directory of a sweep")
-    path = outdir / DB_NAME
-    if not path.is_file():
-        raise ConfigError(f"{outdir} has no {DB_NAME}: run `python -m orchestrator sweep FILE` first")
-    return path
-
-
 def load_results(outdir: Path) -> Results:
     """Read OUTDIR/results.db read-only; ConfigError when it is missing or not a results database."""
-    path = database_path(outdir)
-    try:
-        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
-            _check_tables(db, path)
-            return _read(db, path)
-    except sqlite3.DatabaseError as exc:
-        raise ConfigError(f"{path} is not a readable results database ({exc})") from None
-
-
-def _check_tables(db: sqlite3.Connection, path: Path) -> None:
-    present = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    missing = [name for name in REQUIRED_TABLES if name not in present]
-    if missing:
-        raise ConfigError(f"{path} is not a results database (missing tables: {', '.join(missing)})")
+    with read_only(outdir) as db:
+        return _read(db, database_path(outdir))
 
 
 def _read(db: sqlite3.Connection, path: Path) -> Results:

@@ -29,18 +29,19 @@ def colour(i: int) -> str:
     return PALETTE[i % len(PALETTE)]
 
 
-def _y(value: float) -> float:
+def y_of(value: float) -> float:
+    """The y coordinate of a share in [0, 1] (charts that share the frame use it too)."""
     return TOP + (1 - value) * (HEIGHT - TOP - BOTTOM)
 
 
-def _frame(title: str, x_label: str, body: list[str], legend: list[str]) -> str:
+def frame(title: str, x_label: str, body: list[str], legend: list[str]) -> str:
     """The common parts: title, y axis with 0..100% grid lines, x label and legend."""
     plot_right = WIDTH - RIGHT
     parts = [(f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
              f'viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{escape(title)}" class="chart">'),
              f'<text x="{LEFT}" y="20" class="title">{escape(title)}</text>']
     for tick in (0, 0.25, 0.5, 0.75, 1):
-        y = _y(tick)
+        y = y_of(tick)
         parts.append(f'<line x1="{LEFT}" y1="{y:.1f}" x2="{plot_right}" y2="{y:.1f}" class="grid"/>')
         parts.append(f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end" class="tick">{tick:.0%}</text>')
     parts.append(f'<text x="{(LEFT + plot_right) / 2:.1f}" y="{HEIGHT - 8}" text-anchor="middle" '
@@ -63,14 +64,14 @@ def line_chart(title: str, x_label: str, series: list[tuple[str, list[float]]]) 
         x = LEFT + (t - 1) * span
         body.append(f'<text x="{x:.1f}" y="{HEIGHT - BOTTOM + 16}" text-anchor="middle" class="tick">{t}</text>')
     for i, (name, values) in enumerate(series):
-        points = [(LEFT + j * span, _y(v)) for j, v in enumerate(values)]
+        points = [(LEFT + j * span, y_of(v)) for j, v in enumerate(values)]
         coords = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
         body.append(f'<polyline points="{coords}" fill="none" stroke="{colour(i)}" stroke-width="2" '
                     f'data-series="{escape(name)}"><title>{escape(name)}</title></polyline>')
         for j, (x, y) in enumerate(points):
             body.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{colour(i)}">'
                         f'<title>{escape(name)}: {values[j]:.1%} within {j + 1} turns</title></circle>')
-    return _frame(title, x_label, body, [name for name, _ in series])
+    return frame(title, x_label, body, [name for name, _ in series])
 
 
 def bar_chart(title: str, groups: list[str], series: list[str], bars: dict[tuple[str, str], Bar]) -> str:
@@ -90,16 +91,16 @@ def bar_chart(title: str, groups: list[str], series: list[str], bars: dict[tuple
             bar = bars.get((group, name))
             if bar is not None:
                 body += _bar(x0 + s * bar_width, bar_width, bar, colour(s), f"{name} on {group}")
-    return _frame(title, "task set", body, series)
+    return frame(title, "task set", body, series)
 
 
 def _bar(x: float, width: float, bar: Bar, fill: str, name: str) -> list[str]:
-    top, base, mid = _y(bar.value), _y(0), x + width / 2
+    top, base, mid = y_of(bar.value), y_of(0), x + width / 2
     tip = f"{name}: {bar.value:.1%} (95% CI {bar.low:.1%}–{bar.high:.1%})"
     return [
         (f'<rect x="{x + 1:.1f}" y="{top:.1f}" width="{max(width - 2, 1):.1f}" height="{base - top:.1f}" '
         f'fill="{fill}" class="bar"><title>{escape(tip)}</title></rect>'),
-        f'<line x1="{mid:.1f}" y1="{_y(bar.low):.1f}" x2="{mid:.1f}" y2="{_y(bar.high):.1f}" class="whisker"/>',
-        *(f'<line x1="{mid - 4:.1f}" y1="{_y(end):.1f}" x2="{mid + 4:.1f}" y2="{_y(end):.1f}" class="whisker"/>'
+        f'<line x1="{mid:.1f}" y1="{y_of(bar.low):.1f}" x2="{mid:.1f}" y2="{y_of(bar.high):.1f}" class="whisker"/>',
+        *(f'<line x1="{mid - 4:.1f}" y1="{y_of(end):.1f}" x2="{mid + 4:.1f}" y2="{y_of(end):.1f}" class="whisker"/>'
           for end in (bar.low, bar.high)),
     ]

@@ -15,36 +15,16 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from orchestrator.errors import ConfigError
-from orchestrator.store.store import DB_NAME
+from orchestrator.store.reader import read_only
 from tasks import DATASETS
 
 ENVIRONMENTS = {"bash": "ic_bash", "sql": "ic_sql", "python": "ic_python", "ctf": "ic_ctf"}
 
 
-def open_results(outdir: Path) -> sqlite3.Connection:
-    """A read-only connection to OUTDIR/results.db; ConfigError when there is none."""
-    path = outdir / DB_NAME
-    if not outdir.is_dir():
-        raise ConfigError(f"{outdir} does not exist: give a sweep's output directory")
-    if not path.is_file():
-        raise ConfigError(f"{outdir} has no {DB_NAME}: run `python -m orchestrator sweep FILE` first")
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        db.execute("SELECT 1 FROM episodes LIMIT 1")
-    except sqlite3.DatabaseError:
-        db.close()
-        raise ConfigError(f"{path} is not a results database of this tool") from None
-    return db
-
-
 def export_intercode(outdir: Path, target: Path) -> list[Path]:
     """Write the trajectory files under `target`; returns their paths."""
-    db = open_results(outdir)
-    try:
+    with read_only(outdir) as db:
         groups = _episodes(db)
-    finally:
-        db.close()
     target.mkdir(parents=True, exist_ok=True)
     epochs = {key[3] for key in groups}
     written = []

@@ -19,7 +19,7 @@ from pydantic import SecretStr
 from agents.base import Message, Model
 from agents.llm import Budget, LLMClient, ModelSpec
 from agents.llm.server import ScriptedLLMServer, ServerConfig
-from agents.models import OracleModel, ReplayModel, check_llm, fenced
+from agents.models import check_llm, fenced, resolve_model
 from orchestrator.errors import ConfigError
 from orchestrator.fidelity.validate import gold_actions
 from orchestrator.store import LLMCall
@@ -59,10 +59,9 @@ class SweepModels:
     async def open(cls, config: SweepConfig, tasks: list[Task], data_dir: Path | None) -> AsyncIterator[SweepModels]:
         """Check every model (unknown names, missing keys) and start the offline servers."""
         async with AsyncExitStack() as stack:
-            specs, offline = [], {}
+            specs = []
             for model in config.models:
-                if model.name == "oracle" or model.name.startswith("replay:"):
-                    offline[model.name] = _offline_model(model.name, data_dir)
+                if _offline(model.name):
                     continue
                 api_base, key = model.api_base, _api_key(model)
                 if model.local is not None:
@@ -74,6 +73,8 @@ class SweepModels:
             client = LLMClient(specs, budget=budget if config.budget.usd or config.budget.tokens else None)
             for spec in specs:
                 check_llm(spec.name, client)
+            offline = {m.name: resolve_model(m.name, client=client, data_dir=data_dir)
+                       for m in config.models if _offline(m.name)}
             yield cls(config, client, offline)
 
     def for_episode(self, name: str, calls: list[LLMCall]) -> Model:
@@ -82,13 +83,8 @@ class SweepModels:
         return RecordingModel(self.client, self._configs[name], calls)
 
 
-def _offline_model(name: str, data_dir: Path | None) -> Model:
-    if name == "oracle":
-        return OracleModel()
-    path = name.removeprefix("replay:")
-    if not path:
-        raise ConfigError("models: a replay model needs a trajectory file: name = \"replay:PATH\"")
-    return ReplayModel(Path(path), data_dir)
+def _offline(name: str) -> bool:
+    return name == "oracle" or name.startswith("replay:")
 
 
 def _api_key(model: ModelConfig) -> SecretStr | None:

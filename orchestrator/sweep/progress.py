@@ -46,7 +46,6 @@ class SweepProgress:
         self.quiet = quiet
         self.rows: dict[tuple[str, str], Row] = collections.defaultdict(Row)
         self.started_at = time.monotonic()
-        self.warm_at: float | None = None
         self._client: LLMClient | None = None
         self._pool: Pool | None = None
 
@@ -63,7 +62,6 @@ class SweepProgress:
     def warmed(self) -> None:
         """The pools are warm and the episodes start: episodes/s count from here."""
         self.started_at = time.monotonic()
-        self.warm_at = self.started_at
 
     def attach(self, client: LLMClient, pool: Pool) -> None:
         self._client, self._pool = client, pool
