@@ -5,6 +5,10 @@ retry message is not executed and scores 0; otherwise the action runs and the re
 right after it ("if submitted now"), without ending the episode. Bash and SQL score every action;
 Python auto-submits a `def` (other actions score 0); CTF scores `submit FLAG` (other actions 0).
 We then compare our reward with the recorded one, within 0.01.
+
+Bash recordings of the original also replay through its container lifecycle (`--containers`):
+each file's episodes in order, in one agent and one gold container that are never replaced, only
+"reset" the original's leaky way. The rewards themselves are computed by the same code either way.
 """
 
 from __future__ import annotations
@@ -21,9 +25,11 @@ from typing import Any
 from agents.strategies.common import harness_step
 from environments import make_environment
 from environments.base import Environment, TaskUnavailable
+from environments.bash_lifecycle import OriginalLifecycleBashEnv
 from environments.runtime import Runtime
 from orchestrator.fidelity.trajectories import Episode, TaskFinder, read_episodes
 from orchestrator.settings import resolve_data_dir
+from orchestrator.store.export import HARNESS
 
 TOLERANCE = 0.01 + 1e-9
 RETRY = re.compile(r"^(Format your .* as follows|No code|Your output did not contain)", re.IGNORECASE)
@@ -47,6 +53,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--json", type=Path, metavar="OUT", help="also write recorded and recomputed rewards per turn")
     parser.add_argument("--concurrency", type=int, default=8, help="episodes replayed at once")
     parser.add_argument("--reward", choices=("original", "strict"), default="original")
+    parser.add_argument("--containers", choices=("auto", "original", "pristine"), default="auto",
+                        help="bash: 'original' replays each file in order through two long-lived containers reset "
+                             "the original's leaky way, as its recordings ran; 'pristine' gives every episode a "
+                             "clean container, as our sweeps do; 'auto' (default): pristine for files we exported, "
+                             "original for the others")
     parser.add_argument("--limit", type=int, help="replay only the first N episodes of each file")
     parser.add_argument("--mismatches", type=int, default=40, help="how many mismatches to list")
     parser.set_defaults(handler=run)
@@ -61,7 +72,11 @@ async def run(args: argparse.Namespace) -> int:
             episodes.append(replace(episode, key=key))
     finder = TaskFinder(data_dir)
     async with Runtime.open(data_dir=data_dir, reward_mode=args.reward) as runtime:
-        results = await replay_all(runtime, finder, episodes, args.concurrency)
+        results = await replay_all(runtime, finder, episodes, args.concurrency, args.containers)
+    original = sorted({Path(e.source).name for e in episodes if lifecycle(e, args.containers) == "original"})
+    if original:
+        print(f"containers: the original's (long-lived, reset with git reset --hard; git clean -fd) for "
+              f"{', '.join(original)}; --containers pristine for clean ones")
     report(results, args.mismatches)
     if args.json:
         write_json(args.json, results)
@@ -69,11 +84,17 @@ async def run(args: argparse.Namespace) -> int:
 
 
 async def replay_all(runtime: Runtime, finder: TaskFinder, episodes: list[Episode],
-                     concurrency: int) -> list[TurnResult]:
-    """Replay episodes `concurrency` at a time, each worker holding one environment of a kind."""
+                     concurrency: int, containers: str = "auto") -> list[TurnResult]:
+    """Replay episodes `concurrency` at a time, each worker holding one environment of a kind.
+    Bash episodes that get the original's containers (see `lifecycle`) run in their file's order
+    through one environment with the original's long-lived, leakily reset containers."""
     queues: dict[str, asyncio.Queue[Episode]] = defaultdict(asyncio.Queue)
+    in_order: dict[str, list[Episode]] = defaultdict(list)
     for episode in episodes:
-        queues[episode.kind].put_nowait(episode)
+        if lifecycle(episode, containers) == "original":
+            in_order[episode.source].append(episode)
+        else:
+            queues[episode.kind].put_nowait(episode)
     results: list[TurnResult] = []
 
     async def worker(kind: str, queue: asyncio.Queue[Episode]) -> None:
@@ -82,12 +103,35 @@ async def replay_all(runtime: Runtime, finder: TaskFinder, episodes: list[Episod
             while not queue.empty():
                 results.extend(await replay_episode(env, finder, queue.get_nowait()))
 
+    async def in_one_harness(file_episodes: list[Episode]) -> None:
+        async with OriginalLifecycleBashEnv(runtime) as env:
+            for episode in file_episodes:
+                results.extend(await replay_episode(env, finder, episode))
+
     async with asyncio.TaskGroup() as group:
         for kind, queue in queues.items():
             for _ in range(min(max(1, concurrency // len(queues)), queue.qsize())):
                 group.create_task(worker(kind, queue))
+        for file_episodes in in_order.values():
+            group.create_task(in_one_harness(file_episodes))
     order = {e.key: i for i, e in enumerate(episodes)}
     return sorted(results, key=lambda r: (order[r.episode], r.turn))
+
+
+def lifecycle(episode: Episode, containers: str = "auto") -> str:
+    """Which containers a replayed episode gets: "original" or "pristine".
+
+    The original's Bash harness kept one agent and one gold container per image for a whole run,
+    "reset" with `git reset --hard; git clean -fd`, and re-ran the gold before every scoring. Its
+    recordings depend on that history (mtimes rewritten by resets, leftovers in ignored
+    directories), so they replay through the same lifecycle. Files we exported ran in pristine
+    containers, and replay in them. Other kinds have no such history: always pristine.
+    """
+    if episode.kind != "bash":
+        return "pristine"
+    if containers == "auto":
+        return "pristine" if episode.harness == HARNESS else "original"
+    return containers
 
 
 def _prepare(env: Environment) -> None:

@@ -40,6 +40,8 @@ class Episode:
     task_id: Any
     query: str
     turns: list[Turn]
+    source: str = ""  # the file it was read from: episodes of one file ran in order, in one harness
+    harness: str = ""  # "intercode-orchestrator" in files we exported; absent from the original's
 
 
 def read_episodes(path: Path) -> list[Episode]:
@@ -60,7 +62,7 @@ def read_episodes(path: Path) -> list[Episode]:
         except (KeyError, TypeError) as exc:
             raise ConfigError(f"{path}: episode {key} is not in the trajectory format (missing {exc})") from None
         episodes.append(Episode(str(key), kind, value.get("dataset", ""), value.get("task_id"), value.get("query", ""),
-                                turns))
+                                turns, str(path), str(value.get("harness", ""))))
     return episodes
 
 

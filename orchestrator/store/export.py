@@ -3,7 +3,8 @@
 One JSON file per model × strategy × task set (× epoch when there are several), keyed by episode
 number, each with `environment`, `dataset`, `task_id`, `query`, `turn_history` (`actions`,
 `observations`, `rewards`, `valid_action`) and `summary`, as the original's runs wrote them, so
-`python -m orchestrator replay` and the original's own tools read them.
+`python -m orchestrator replay` and the original's own tools read them. One key more, `harness`,
+says the episodes ran in our pristine containers.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from orchestrator.store.reader import read_only
 from tasks import DATASETS
 
 ENVIRONMENTS = {"bash": "ic_bash", "sql": "ic_sql", "python": "ic_python", "ctf": "ic_ctf"}
+# Marks our files: `replay` then gives their episodes pristine containers, as they ran, where a
+# file of the original's gets the original's long-lived, leakily reset ones.
+HARNESS = "intercode-orchestrator"
 
 
 def export_intercode(outdir: Path, target: Path) -> list[Path]:
@@ -65,6 +69,7 @@ def _episode(env: str, dataset: str, index: int, query: str, max_turns: int,
             "rewards": rewards,
             "valid_action": [bool(t[4]) for t in turns],
         },
+        "harness": HARNESS,
         "summary": {"max_reward": best, "max_reward_idx": rewards.index(best) if rewards else -1,
                     "turns_taken": len(turns), "turns_max": max_turns},
     }

@@ -1,0 +1,82 @@
+"""Bash with the original harness's container lifecycle, for replaying its recordings.
+
+Our `BashEnv` gives every episode a pristine container and computes each task's gold once, in
+another pristine container. The original did neither. It kept two long-lived containers per image,
+one for the agent and one for the gold, and "reset" both with `git reset --hard; git clean -fd`:
+before each episode (the agent's) and before every scoring (the gold's, which ran again each time).
+That reset leaks. Files outside git (`/root`, `/home`) survive; permission bits stay; and every
+file that git rewrites gets the reset's time as its mtime. So what `find -mmin +5` or
+`-mtime +31` saw in the gold's container depended on every gold and every reset before it.
+
+`OriginalLifecycleBashEnv` reproduces that lifecycle, so that `replay --containers original` can
+show which disagreements come from it and which from the environment itself. It is never used for
+sweeps: a benchmark run wants the complete reset. Episodes must be replayed one at a time, in the
+recording's order, through one instance.
+"""
+
+from __future__ import annotations
+
+from contextlib import AsyncExitStack
+from typing import Any
+
+from environments.bash import GOLD_TIMEOUT, BashEnv, split_action
+from orchestrator.pool import Sandbox
+from tasks import Task
+
+LEAKY_RESET = "git reset --hard; git clean -fd;"
+
+
+class OriginalLifecycleBashEnv(BashEnv):
+    def __init__(self, runtime: Any) -> None:
+        super().__init__(runtime)
+        self._containers: dict[str, tuple[Sandbox, Sandbox]] = {}  # image -> (agent, gold)
+        self._held = AsyncExitStack()
+
+    async def _containers_for(self, image: str) -> tuple[Sandbox, Sandbox]:
+        if image not in self._containers:
+            pool = self.runtime.pool
+            agent = await self._held.enter_async_context(pool.lease(image))
+            gold = await self._held.enter_async_context(pool.lease(image))
+            for sandbox in (agent, gold):
+                # A container's files have other inodes and ctimes than the build that indexed them,
+                # and git's first reset would rewrite them all (to 0644/0755, stamped now). The
+                # original's containers, made from the very layer that was committed, had a valid
+                # index: only what an episode changed got rewritten.
+                await sandbox.exec(["git", "update-index", "-q", "--refresh"],
+                                   cwd=await self.runtime.image_workdir(image), timeout=GOLD_TIMEOUT)
+            self._containers[image] = (agent, gold)
+        return self._containers[image]
+
+    async def _leaky_reset(self, sandbox: Sandbox, task: Task) -> None:
+        await sandbox.exec(split_action(self.shell(task), LEAKY_RESET), cwd=self.image_workdir, timeout=GOLD_TIMEOUT)
+
+    async def _start(self, task: Task) -> None:
+        self.image_workdir = await self.runtime.image_workdir(task.image)
+        self.sandbox, _ = await self._containers_for(task.image)
+        await self._leaky_reset(self.sandbox, task)
+        self.workdir = self.start_dir(task)
+
+    async def _stop(self) -> None:
+        self.sandbox = None  # the containers stay for the next episode, as the original's did
+
+    async def close(self) -> None:
+        try:
+            await super().close()
+        finally:
+            self._containers.clear()
+            await self._held.aclose()
+
+    async def gold(self) -> dict[str, Any]:
+        """The original's get_reward: reset the gold's container, run the gold again, look."""
+        assert self.task is not None
+        task, mode = self.task, self.mode
+        _, sandbox = await self._containers_for(task.image)
+        await self._leaky_reset(sandbox, task)
+        try:
+            argv = split_action(self.shell(task), task.gold_text)
+            output = (await sandbox.exec(argv, cwd=self.image_workdir, timeout=GOLD_TIMEOUT)).output
+        except ValueError:
+            output = ""
+        changes = await self.changes(sandbox, self.strict)
+        hashes = {path: await self.hash(sandbox, path, self.strict) for path, _ in changes}
+        return {"output": output, "changes": {mode: changes}, "hashes": {mode: hashes}}
