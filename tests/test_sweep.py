@@ -14,6 +14,7 @@ import pytest
 
 from orchestrator.cli import main
 from orchestrator.fidelity.trajectories import read_episodes
+from orchestrator.store.export import HARNESS
 from orchestrator.pool.ownership import Owner
 from orchestrator.settings import PROJECT_ROOT
 from tasks import load_tasks
@@ -134,6 +135,7 @@ def test_export_writes_files_that_replay_reads_back(tmp_path):
     assert [e.query for e in episodes] == [t.query for t in tasks]
     assert [t.action for t in episodes[0].turns] == [tasks[0].gold_text]
     assert [t.reward for t in episodes[0].turns] == [1.0]
+    assert {e.harness for e in episodes} == {HARNESS}  # so replay gives them pristine containers, as they ran
 
 
 def one_error_line(capsys) -> str:
