@@ -7,11 +7,14 @@ the tracked working directory, with a leading `cd` resolved textually. A timed-o
 original, the timed-out command is killed.
 
 The gold command runs once per task and image in a pristine container of the same image; its
-output, `git status` and the hashes of what it changed are cached for every later episode.
+output, `git status` and the hashes of what it changed are cached for every later episode. A gold
+whose result depends on the clock or the live system (`date`, `df`, `find -mmin`, ...) is cached
+for a minute only, never across runs; each episode keeps the gold it started with.
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 from contextlib import AsyncExitStack
 from typing import Any
@@ -26,6 +29,16 @@ ACTION_TIMEOUT = 10.0
 GOLD_TIMEOUT = 60.0
 SHELLS = {"test-queries": "/bin/sh"}  # the original's plain Bash image ran actions with sh
 STATUS = {False: ["git", "status", "--short"], True: ["git", "status", "--porcelain", "-z", "-uall"]}
+# Golds whose result changes with time: the clock, file ages relative to now, disk usage, users,
+# processes and load. Found by command name (at the start of a command) or by find's age tests.
+VOLATILE = re.compile(r"(?:^|[|;&(`]|\$\()\s*(?:date|df|cal|uptime|ps|top|free|who|w|last|vmstat)\b"
+                      r"|\s-(?:[acm]min|[acm]time|daystart)\b|/proc/")
+VOLATILE_TTL = 60.0
+
+
+def volatile(gold: str) -> bool:
+    """Whether a gold's output or effect depends on when it runs (then it is cached briefly)."""
+    return VOLATILE.search(gold) is not None
 
 
 def split_action(shell: str, action: str) -> list[str]:
@@ -41,6 +54,7 @@ class BashEnv(Environment):
         self.sandbox: Sandbox | None = None
         self._stack: AsyncExitStack | None = None
         self.workdir = "/"
+        self._gold: dict[str, Any] | None = None
 
     @property
     def strict(self) -> bool:
@@ -56,13 +70,14 @@ class BashEnv(Environment):
         self.image_workdir = await self.runtime.image_workdir(task.image)
         if self.kind == "bash":
             # Before our own lease: an episode never holds one container while waiting for another,
-            # so a pool of any size can't deadlock on gold runs.
-            await self.gold()
+            # so a pool of any size can't deadlock on gold runs. Kept for the whole episode.
+            self._gold = await self.gold()
         self._stack = AsyncExitStack()
         self.sandbox = await self._stack.enter_async_context(self.runtime.pool.lease(task.image))
         self.workdir = self.start_dir(task)
 
     async def _stop(self) -> None:
+        self._gold = None
         stack, self._stack, self.sandbox = self._stack, None, None
         if stack is not None:
             await stack.aclose()
@@ -91,7 +106,7 @@ class BashEnv(Environment):
 
     async def _reward(self, argument: str) -> tuple[float, dict[str, Any]]:
         assert self.sandbox is not None and self.task is not None
-        gold, mode = await self.gold(), self.mode
+        gold, mode = await self.scoring_gold(), self.mode
         agent_changes = await self.changes(self.sandbox, self.strict)
         gold_changes = [(path, code) for path, code in gold["changes"][mode]]
         hashes = {path: (await self.hash(self.sandbox, path, self.strict), gold["hashes"][mode].get(path, ""))
@@ -116,10 +131,20 @@ class BashEnv(Environment):
                                                 timeout=GOLD_TIMEOUT)
         return result.output
 
+    async def scoring_gold(self) -> dict[str, Any]:
+        """The gold this episode is scored against: the one it started with."""
+        if self._gold is None:
+            self._gold = await self.gold()
+        return self._gold
+
     async def gold(self) -> dict[str, Any]:
-        """Output, changes and content hashes of the gold command, once per task and image."""
+        """Output, changes and content hashes of the gold command, once per task and image (for a
+        minute only, when the gold depends on the time)."""
         assert self.task is not None
         task = self.task
+        if volatile(task.gold_text):
+            key = (await self.runtime.image_digest(task.image), task.fingerprint, "bash-gold-live-v1")
+            return await self.runtime.gold.get(key, lambda: self._run_gold(task), ttl=VOLATILE_TTL)
         key = (await self.runtime.image_digest(task.image), task.fingerprint, "bash-gold-v1")
         return await self.runtime.gold.get(key, lambda: self._run_gold(task))
 

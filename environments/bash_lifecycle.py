@@ -66,7 +66,7 @@ class OriginalLifecycleBashEnv(BashEnv):
             self._containers.clear()
             await self._held.aclose()
 
-    async def gold(self) -> dict[str, Any]:
+    async def scoring_gold(self) -> dict[str, Any]:
         """The original's get_reward: reset the gold's container, run the gold again, look."""
         assert self.task is not None
         task, mode = self.task, self.mode

@@ -1,14 +1,19 @@
 """Gold results, computed once per task and image, shared by every episode that needs them.
 
-Gold outcomes are deterministic for a given image (and reward mode), so the key is
+Most gold outcomes are deterministic for a given image (and reward mode), so the key is
 (image digest, task id, mode). Concurrent episodes of one task wait for one computation instead
 of paying a container each. With a directory, results also persist across runs as JSON.
+
+Some are not: a gold that prints the date or the free disk space, or finds files by age
+(`-mmin -60`, `-mtime +31`), gives another result an hour or a month later. Those are kept for
+`ttl` seconds, in memory only, and computed again after.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -24,14 +29,17 @@ class GoldCache:
     def __init__(self, directory: Path | None = None) -> None:
         self.directory = directory
         self._values: dict[Key, Any] = {}
+        self._expires: dict[Key, float] = {}  # keys computed with a ttl: never saved
         self._pending: dict[Key, asyncio.Future[Any]] = {}
         self._loaded: set[str] = set()
         self._dirty: set[str] = set()
         self._writing: set[str] = set()
         self.computed = 0  # how many gold results this process had to compute
 
-    async def get(self, key: Key, compute: Callable[[], Awaitable[Any]]) -> Any:
+    async def get(self, key: Key, compute: Callable[[], Awaitable[Any]], ttl: float | None = None) -> Any:
         await self._load(key[0])
+        if key in self._expires and self._expires[key] <= time.monotonic():
+            del self._values[key], self._expires[key]
         if key in self._values:
             return self._values[key]
         if key in self._pending:
@@ -49,7 +57,10 @@ class GoldCache:
         self.computed += 1
         self._values[key] = value
         future.set_result(value)
-        await self._save(key[0])
+        if ttl is not None:
+            self._expires[key] = time.monotonic() + ttl
+        else:
+            await self._save(key[0])
         return value
 
     def _file(self, digest: str) -> Path | None:
@@ -80,7 +91,8 @@ class GoldCache:
         try:
             while digest in self._dirty:
                 self._dirty.discard(digest)
-                entries = [{"task": k[1], "mode": k[2], "value": v} for k, v in self._values.items() if k[0] == digest]
+                entries = [{"task": k[1], "mode": k[2], "value": v} for k, v in self._values.items()
+                           if k[0] == digest and k not in self._expires]
                 await asyncio.to_thread(_write_atomically, path, json.dumps(entries))
         except OSError as exc:
             log.warning("gold_cache_write_failed", path=str(path), error=str(exc))
