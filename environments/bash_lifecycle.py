@@ -20,6 +20,7 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 from environments.bash import GOLD_TIMEOUT, BashEnv, split_action
+from orchestrator.errors import SandboxError
 from orchestrator.pool import Sandbox
 from tasks import Task
 
@@ -48,7 +49,11 @@ class OriginalLifecycleBashEnv(BashEnv):
         return self._containers[image]
 
     async def _leaky_reset(self, sandbox: Sandbox, task: Task) -> None:
-        await sandbox.exec(split_action(self.shell(task), LEAKY_RESET), cwd=self.image_workdir, timeout=GOLD_TIMEOUT)
+        result = await sandbox.exec(split_action(self.shell(task), LEAKY_RESET), cwd=self.image_workdir,
+                                    timeout=GOLD_TIMEOUT)
+        if result.exit_code != 0:  # the original raised here too
+            raise SandboxError(f"git reset failed: {result.output.strip()[-200:]}",
+                               container_id=sandbox.container_id, image=sandbox.image)
 
     async def _start(self, task: Task) -> None:
         self.image_workdir = await self.runtime.image_workdir(task.image)
