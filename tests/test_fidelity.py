@@ -36,7 +36,7 @@ async def test_gold_solutions_of_nl2bash_fs4_score_one(data_dir):
 
 @pytest.mark.parametrize(("file", "limit", "containers", "at_least"), [
     ("bash/ic_bash_multiturn_gpt-4_10_turns_fs_2.json", 53, "pristine", 0.92),  # measured 0.932
-    ("bash/ic_bash_multiturn_gpt-4_10_turns_fs_2.json", 53, "auto", 0.94),  # the original's containers: 0.948
+    ("bash/ic_bash_multiturn_gpt-4_10_turns_fs_2.json", 53, "auto", 0.935),  # original containers: 0.945-0.952
     ("sql/ic_sql_multiturn_gpt-4_1_turns.json", 150, "auto", 0.99),
     ("python/ic_python_multiturn_gpt-4_7_turns.json", 40, "auto", 0.99),
     ("ctf/ic_ctf_multiturn_gpt-4_10_turns.json", 25, "auto", 0.99),
