@@ -135,7 +135,7 @@ def oracle_part(work: Path, data_dir: str) -> dict[str, float]:
         figures[f"oracle_eps_{label}"] = eps
         figures[f"oracle_eps_whole_{label}"] = result["ran"] / result["wall_s"]
         solved = sum(r == 1.0 for r, _ in outcomes[label].values())
-        gold = "gold computed" if label == "cold" else "gold cached"
+        gold = "gold computed" if label == "cold" else "gold cached, but for the 25 that depend on the time"
         print(f"oracle, concurrency {concurrency:>2} ({gold}): {result['ran']} episodes in {running:.2f} s "
               f"= {eps:.1f} episodes/s (start-up {start_up:.2f} s, close {close:.2f} s; whole sweep "
               f"{result['wall_s']:.2f} s = {result['ran'] / result['wall_s']:.1f}/s); reward 1.0 on {solved}; "
