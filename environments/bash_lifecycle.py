@@ -4,9 +4,10 @@ Our `BashEnv` gives every episode a pristine container and computes each task's 
 another pristine container. The original did neither. It kept two long-lived containers per image,
 one for the agent and one for the gold, and "reset" both with `git reset --hard; git clean -fd`:
 before each episode (the agent's) and before every scoring (the gold's, which ran again each time).
-That reset leaks. Files outside git (`/root`, `/home`) survive; permission bits stay; and every
-file that git rewrites gets the reset's time as its mtime. So what `find -mmin +5` or
-`-mtime +31` saw in the gold's container depended on every gold and every reset before it.
+That reset leaks. Files outside git (`/root`, `/home`) survive, and every file that git rewrites
+(one an earlier episode changed, deleted or chmod-ed) gets the reset's time as its mtime and 0644
+or 0755 as its mode. So what `find -mmin +5` or `-mtime +31` saw in the gold's container depended
+on every gold and every reset before it.
 
 `OriginalLifecycleBashEnv` reproduces that lifecycle, so that `replay --containers original` can
 show which disagreements come from it and which from the environment itself. It is never used for
