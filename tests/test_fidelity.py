@@ -19,12 +19,11 @@ from tasks import load_tasks
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 
-async def agreement(data_dir: Path, file: str, limit: int, containers: str) -> tuple[float, int]:
+async def replayed(data_dir: Path, file: str, limit: int, containers: str) -> list:
     episodes = read_episodes(data_dir / "trajectories" / file)[:limit]
     async with Runtime.open(data_dir=data_dir) as runtime:
-        results = [r for r in await replay_all(runtime, TaskFinder(data_dir), episodes, 8, containers)
-                   if r.ours is not None]
-    return sum(r.agree for r in results) / len(results), len(results)
+        return [r for r in await replay_all(runtime, TaskFinder(data_dir), episodes, 8, containers)
+                if r.ours is not None]
 
 
 async def test_gold_solutions_of_nl2bash_fs4_score_one(data_dir):
@@ -34,14 +33,30 @@ async def test_gold_solutions_of_nl2bash_fs4_score_one(data_dir):
     assert [o.task for o in outcomes if o.status != "pass"] == []
 
 
+# fs2 #32 (`find /system -type f -mtime +31 -exec rm {} \;`) and #48: their recorded golds saw files
+# that the original's leaky resets had restored with a fresh mtime. Only the original's container
+# lifecycle reproduces them, and it does so whatever the clock: in it every one of their turns
+# agrees, in pristine containers some do not.
+LIFECYCLE_EPISODES = {"32", "48"}
+
+
+# The thresholds leave room for the turns that follow the clock (a `date`, minutes printed by
+# `find -printf`): 3-5 turns of fs2 move with the machine's load and the minute a run falls in
+# (docs/fidelity.md). Under CI's load the original containers gave 289/310 (0.932), here 291-295.
 @pytest.mark.parametrize(("file", "limit", "containers", "at_least"), [
-    ("bash/ic_bash_multiturn_gpt-4_10_turns_fs_2.json", 53, "pristine", 0.92),  # measured 0.932
-    ("bash/ic_bash_multiturn_gpt-4_10_turns_fs_2.json", 53, "auto", 0.935),  # original containers: 0.945-0.952
+    ("bash/ic_bash_multiturn_gpt-4_10_turns_fs_2.json", 53, "pristine", 0.915),  # measured 0.932
+    ("bash/ic_bash_multiturn_gpt-4_10_turns_fs_2.json", 53, "auto", 0.925),  # original containers: 0.932-0.952
     ("sql/ic_sql_multiturn_gpt-4_1_turns.json", 150, "auto", 0.99),
     ("python/ic_python_multiturn_gpt-4_7_turns.json", 40, "auto", 0.99),
     ("ctf/ic_ctf_multiturn_gpt-4_10_turns.json", 25, "auto", 0.99),
 ])
 async def test_replay_agrees_with_the_recording(data_dir, file, limit, containers, at_least):
-    share, turns = await agreement(data_dir, file, limit, containers)
-    assert turns >= limit
-    assert share >= at_least, f"{file}: {share:.3f} of {turns} turns"
+    results = await replayed(data_dir, file, limit, containers)
+    share = sum(r.agree for r in results) / len(results)
+    assert len(results) >= limit
+    assert share >= at_least, f"{file}: {share:.3f} of {len(results)} turns"
+    if file.startswith("bash/"):
+        turns = [r for r in results if r.episode in LIFECYCLE_EPISODES]
+        assert {r.episode for r in turns} == LIFECYCLE_EPISODES
+        disagreeing = [(r.episode, r.turn, r.recorded, r.ours) for r in turns if not r.agree]
+        assert (disagreeing == []) is (containers == "auto"), disagreeing
