@@ -26,11 +26,21 @@ async def replayed(data_dir: Path, file: str, limit: int, containers: str) -> li
                 if r.ours is not None]
 
 
+# fs4 golds whose output moves from one moment to the next, for the gold as for the agent
+# (docs/fidelity.md): #25 prints the load average (`w | head -n 1`), which a busy machine moves
+# between the gold's run and the agent's; #11 finds nothing and lists `/`, where `/proc` and `/dev`
+# carry their container's creation minute.
+FS4_MOMENT_DEPENDENT = {"nl2bash-fs4/11", "nl2bash-fs4/25"}
+
+
 async def test_gold_solutions_of_nl2bash_fs4_score_one(data_dir):
     tasks = load_tasks("nl2bash-fs4", data_dir)
     async with Runtime.open(data_dir=data_dir) as runtime:
         outcomes = await validate_all(runtime, "bash", tasks, 8)
-    assert [o.task for o in outcomes if o.status != "pass"] == []
+    assert len(outcomes) == len(tasks) > 0
+    failed = {o.task: o.status for o in outcomes if o.status != "pass"}
+    assert set(failed) <= FS4_MOMENT_DEPENDENT, failed
+    assert all(status == "fail" for status in failed.values()), failed  # scored below 1, not an error
 
 
 # fs2 #32 (`find /system -type f -mtime +31 -exec rm {} \;`) and #48: their recorded golds saw files
