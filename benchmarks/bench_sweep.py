@@ -56,6 +56,7 @@ strategies = ["try_again"]
 max_turns = {turns}
 concurrency = {concurrency}
 epochs = {epochs}
+llm_workers = {workers}
 [[models]]
 name = "openai/sim-1s"
 api_base = "{api_base}"
@@ -174,7 +175,7 @@ def wait_for_port(port: int, process: subprocess.Popen, timeout: float = 30.0) -
     sys.exit("bench-sweep: the simulated LLM server did not start")
 
 
-def llm_part(work: Path, concurrency: int, turns: int, epochs: int, latency: float) -> dict[str, float]:
+def llm_part(work: Path, concurrency: int, turns: int, epochs: int, latency: float, workers: int) -> dict[str, float]:
     port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "agents.llm.server", "--port", str(port), "--latency",
                                str(latency), "--answer", WRONG], stdout=subprocess.DEVNULL)
@@ -183,7 +184,7 @@ def llm_part(work: Path, concurrency: int, turns: int, epochs: int, latency: flo
         out = work / "llm-bound"
         sweep = work / "llm-bound.toml"
         sweep.write_text(LLM_BOUND.format(out=out, concurrency=concurrency, turns=turns, epochs=epochs,
-                                          api_base=f"http://127.0.0.1:{port}/v1"))
+                                          workers=workers, api_base=f"http://127.0.0.1:{port}/v1"))
         os.environ["BENCH_LOCAL_KEY"] = "sk-bench-local"
         result = run_child(sweep, None)
         server_cpu = _cpu_seconds(server.pid)
@@ -225,6 +226,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=0, help="LLM-bound epochs over the 5 SQL tasks "
                                                               "(default: the concurrency, so exactly 5 waves)")
     parser.add_argument("--latency", type=float, default=1.0)
+    parser.add_argument("--llm-workers", type=int, default=1, help="the LLM-bound sweep's llm_workers")
     parser.add_argument("--skip-oracle", action="store_true")
     args = parser.parse_args()
     if args.child:
@@ -235,7 +237,7 @@ def main() -> None:
         work = Path(directory)
         figures = {} if args.skip_oracle else oracle_part(work, data_dir)
         epochs = args.epochs or args.concurrency  # 5 tasks x concurrency epochs: exactly 5 waves
-        figures |= llm_part(work, args.concurrency, args.turns, epochs, args.latency)
+        figures |= llm_part(work, args.concurrency, args.turns, epochs, args.latency, args.llm_workers)
     for name in ("oracle_eps_cold", "oracle_eps_whole_c1", "oracle_eps_whole_c16", "oracle_reward_mismatches", "speedup_c16_vs_c1", "llm_bound_failed",
                  "llm_bound_share_steady"):
         if name in figures:
