@@ -50,20 +50,29 @@ async def test_gold_solutions_of_nl2bash_fs4_score_one(data_dir):
 LIFECYCLE_EPISODES = {"32", "48"}
 
 
-# The thresholds leave room for the turns that follow the clock (a `date`, minutes printed by
-# `find -printf`): 3-5 turns of fs2 move with the machine's load and the minute a run falls in
-# (docs/fidelity.md). Under CI's load the original containers gave 289/310 (0.932), here 291-295.
+# fs2's clock episodes: #37 prints file times to the minute (`find -printf '%TH:%TM'`) and #42 the
+# `date`. Whether the gold's run and the agent's fall alike moves with the machine's load and the
+# minute a run happens in (docs/fidelity.md): in original containers fs2 gave 289-295/310 over
+# runs, and in every run we could look into (six, one under a CPU hog) the spread was in these two.
+# The thresholds count the other turns, which did not move: 275/290 in original containers,
+# 270/290 in pristine ones.
+CLOCK_EPISODES = {"37", "42"}
+
+
 @pytest.mark.parametrize(("file", "limit", "containers", "at_least"), [
-    ("bash/ic_bash_multiturn_gpt-4_10_turns_fs_2.json", 53, "pristine", 0.915),  # measured 0.932
-    ("bash/ic_bash_multiturn_gpt-4_10_turns_fs_2.json", 53, "auto", 0.925),  # original containers: 0.932-0.952
+    ("bash/ic_bash_multiturn_gpt-4_10_turns_fs_2.json", 53, "pristine", 0.92),  # measured 0.931
+    ("bash/ic_bash_multiturn_gpt-4_10_turns_fs_2.json", 53, "auto", 0.935),  # original containers: 0.948
     ("sql/ic_sql_multiturn_gpt-4_1_turns.json", 150, "auto", 0.99),
     ("python/ic_python_multiturn_gpt-4_7_turns.json", 40, "auto", 0.99),
     ("ctf/ic_ctf_multiturn_gpt-4_10_turns.json", 25, "auto", 0.99),
 ])
 async def test_replay_agrees_with_the_recording(data_dir, file, limit, containers, at_least):
     results = await replayed(data_dir, file, limit, containers)
-    share = sum(r.agree for r in results) / len(results)
     assert len(results) >= limit
+    if file.startswith("bash/"):
+        assert {r.episode for r in results} >= CLOCK_EPISODES
+        results = [r for r in results if r.episode not in CLOCK_EPISODES]
+    share = sum(r.agree for r in results) / len(results)
     assert share >= at_least, f"{file}: {share:.3f} of {len(results)} turns"
     if file.startswith("bash/"):
         turns = [r for r in results if r.episode in LIFECYCLE_EPISODES]
