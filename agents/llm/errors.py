@@ -24,6 +24,7 @@ from ._litellm import litellm
 # Kinds a retry can cure; everything else (auth, bad_request, context_window, not_found, unknown) is fatal.
 RETRYABLE = frozenset({"rate_limit", "timeout", "connection", "server", "malformed"})
 _PREFIXES = re.compile(r"^(?:(?:litellm\.)?\w+(?:Error|Timeout): |\w+Exception - )*")
+_BODY_ECHO = re.compile(r",? Original Response: .*", re.DOTALL)
 _KEY_PATTERN = re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}")  # OpenAI-style keys, even ones we were not given
 
 
@@ -110,13 +111,30 @@ def retry_after(exc: BaseException) -> float | None:
         return max(0.0, parsed.timestamp() - time.time()) if parsed else None
 
 
+def _provider_message(text: str) -> str:
+    """The message of an OpenAI-style error body (`{"error": {"message": ...}}`), else `text` itself.
+
+    The openai SDK extracts it; litellm's own HTTP handler passes the body on whole.
+    """
+    if not text.startswith("{"):
+        return text
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return text
+    error = body.get("error", body) if isinstance(body, dict) else None
+    if isinstance(error, dict):
+        error = error.get("message") or error.get("detail")
+    return error if isinstance(error, str) and error else text
+
+
 def classify(exc: BaseException, model: str, secrets: Iterable[str] = ()) -> ModelError:
     """Translate a litellm/openai exception into a ModelError (never raises itself)."""
     kind = _kind(exc)
     # litellm stacks prefixes ("litellm.RateLimitError: RateLimitError: OpenAIException - ..."): keep one.
-    message = f"{type(exc).__name__}: {_PREFIXES.sub('', str(getattr(exc, 'message', None) or exc))}"
-    if kind == "malformed":
-        message = f"malformed response body from the provider ({message})"
+    message = f"{type(exc).__name__}: {_provider_message(_PREFIXES.sub('', str(getattr(exc, 'message', None) or exc)))}"
+    if kind == "malformed":  # litellm's handler appends the whole body; the parser's complaint is enough
+        message = f"malformed response body from the provider ({_BODY_ECHO.sub('', message)})"
     status = getattr(exc, "status_code", None)
     return ModelError(model, redact(message, secrets), kind=kind, status=status if isinstance(status, int) else None,
                       retry_after=retry_after(exc))

@@ -70,6 +70,7 @@ class SeenRequest:
     body: dict[str, Any] | None
     status: int
     at: float = field(default_factory=time.monotonic)
+    user_agent: str | None = None  # which HTTP client sent it
 
 
 def _words(text: str) -> int:
@@ -134,7 +135,8 @@ class ScriptedLLMServer:
         return self._record(request, key, body, web.json_response(self._completion(body)))
 
     def _record(self, request: web.Request, key: str | None, body: Any, response: web.StreamResponse) -> web.StreamResponse:
-        self.requests.append(SeenRequest(request.path, key, body if isinstance(body, dict) else None, response.status))
+        self.requests.append(SeenRequest(request.path, key, body if isinstance(body, dict) else None, response.status,
+                                         user_agent=request.headers.get("User-Agent")))
         return response
 
     def _over_rpm(self) -> web.Response | None:

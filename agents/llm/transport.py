@@ -33,10 +33,12 @@ from .usage import price
 log = structlog.get_logger(__name__)
 _HEADER = struct.Struct(">I")
 
-# `litellm.acompletion` builds the provider's request coroutine in an executor thread, then awaits
-# it. A call cancelled in between (Ctrl-C, a full disk, an episode's time limit) drops a coroutine
-# that never started and holds nothing; Python's warning about it would only alarm the user.
-warnings.filterwarnings("ignore", message=r"coroutine '\w+\.acompletion' was never awaited", category=RuntimeWarning)
+# `litellm.acompletion` builds the provider's request coroutine (its HTTP handler's
+# `async_completion`, or the openai SDK path's `acompletion`) in an executor, then awaits it. A call
+# cancelled in between (Ctrl-C, a full disk, an episode's time limit) drops a coroutine that never
+# started and holds nothing; Python's warning about it would only alarm the user.
+warnings.filterwarnings("ignore", message=r"coroutine '\w+\.a(?:sync_)?completion' was never awaited",
+                        category=RuntimeWarning)
 
 
 @dataclass(frozen=True)
