@@ -1,4 +1,4 @@
-"""The two pieces of litellm's per-call work we skip (agents/llm/_litellm_lean.py) are skipped only
+"""The pieces of litellm's per-call work we skip (agents/llm/_litellm_lean.py) are skipped only
 where that changes nothing: real litellm, the scripted server over real HTTP."""
 
 from __future__ import annotations
@@ -119,3 +119,30 @@ async def test_cookies_are_still_kept_when_a_response_sets_them() -> None:
             assert dict(client.cookies) == {"session": "abc123"}
     finally:
         await runner.cleanup()
+
+
+async def test_an_unmapped_model_is_looked_up_once_until_the_map_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    lookups: list[str] = []
+    original = _litellm_lean._original_model_info
+
+    def counting(**kwargs: Any) -> Any:
+        lookups.append(kwargs["model"])
+        return original(**kwargs)
+
+    monkeypatch.setattr(_litellm_lean, "_original_model_info", counting)
+    name = f"local-{uuid.uuid4().hex[:8]}"
+    async with ScriptedLLMServer() as server:
+        assert await _calls(server, f"openai/{name}", 3) == [None, None, None]
+        assert lookups.count(name) == 1  # the pre-call lookup failed once, then was known to fail
+        await _calls(server, "openai/gpt-4o-mini", 2)
+        assert lookups.count("gpt-4o-mini") >= 2  # a mapped model is looked up on every call
+        litellm.register_model({name: {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6,
+                                       "litellm_provider": "openai", "mode": "chat"}})
+        try:
+            costs = await _calls(server, f"openai/{name}", 1)
+            assert lookups.count(name) >= 2  # the map changed: looked up again, and found
+            assert _litellm_lean._model_info(name, "openai")["input_cost_per_token"] == 1e-6
+        finally:
+            litellm.model_cost.pop(name, None)
+            litellm.utils._invalidate_model_cost_lowercase_map()
+    assert costs[0] is not None and costs[0] > 0

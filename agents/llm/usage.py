@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import structlog
 
 from ._litellm import litellm
+from ._litellm_lean import map_version
 
 log = structlog.get_logger(__name__)
 
@@ -32,19 +33,20 @@ class Usage:
         return self.prompt_tokens + self.completion_tokens
 
 
-_UNPRICED: set[str] = set()
+_UNPRICED: set[tuple[str, tuple[int, int]]] = set()  # (model, the map's version) litellm could not price
 
 
 def price(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
     """Dollars for these tokens from litellm's local map, or None if the model is not in it."""
-    if model in _UNPRICED:  # litellm's lookup of an unmapped model is slow: it builds an exception
+    key = (model, map_version())
+    if key in _UNPRICED:  # litellm's lookup of an unmapped model is slow: it builds an exception
         return None
     try:
         prompt_cost, completion_cost = litellm.cost_per_token(
             model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
     except Exception as exc:  # litellm raises a bare Exception for unmapped models: that means "unknown"
         log.debug("llm_price_unknown", model=model, error=str(exc)[:120])
-        _UNPRICED.add(model)
+        _UNPRICED.add(key)
         return None
     return float(prompt_cost) + float(completion_cost)
 
