@@ -35,6 +35,18 @@ async def test_rules_pick_the_answer_and_requests_are_recorded() -> None:
         ("/v1/chat/completions", "k1", 200), ("/chat/completions", None, 200)]
 
 
+async def test_a_server_nobody_asks_keeps_no_log_but_still_answers_and_limits() -> None:
+    config = ServerConfig(rpm=2, default_answer="echo hi")
+    async with ScriptedLLMServer(config, keep_requests=False) as server, aiohttp.ClientSession() as http:
+        statuses = []
+        for _ in range(3):
+            async with http.post(f"{server.base_url}/v1/chat/completions", json=_chat("x")) as r:
+                statuses.append(r.status)
+                if r.status == 200:
+                    assert (await r.json())["choices"][0]["message"]["content"] == "echo hi"
+    assert statuses == [200, 200, 429] and server.requests == []
+
+
 async def test_scripted_failures_are_consumed_in_order() -> None:
     async with ScriptedLLMServer(ServerConfig(rejected_keys={"bad"})) as server, aiohttp.ClientSession() as http:
         server.fail_next(1, status=429, retry_after=3)

@@ -87,9 +87,12 @@ def _text(content: Any) -> str:
 class ScriptedLLMServer:
     """An aiohttp server on 127.0.0.1; `async with` starts it on a free port and stops it."""
 
-    def __init__(self, config: ServerConfig | None = None, *, port: int = 0) -> None:
+    def __init__(self, config: ServerConfig | None = None, *, port: int = 0, keep_requests: bool = True) -> None:
         self.config = config or ServerConfig()
-        self.requests: list[SeenRequest] = []
+        self.requests: list[SeenRequest] = []  # every request, unless keep_requests is False
+        # A server nobody asks (standalone, a sweep's local model) keeps none: over a long run the
+        # log would grow without bound, and with it the garbage collector's pauses.
+        self._keep = keep_requests
         self._port = port
         self._accepted: collections.deque[float] = collections.deque()
         self._ids = itertools.count(1)
@@ -135,8 +138,9 @@ class ScriptedLLMServer:
         return self._record(request, key, body, web.json_response(self._completion(body)))
 
     def _record(self, request: web.Request, key: str | None, body: Any, response: web.StreamResponse) -> web.StreamResponse:
-        self.requests.append(SeenRequest(request.path, key, body if isinstance(body, dict) else None, response.status,
-                                         user_agent=request.headers.get("User-Agent")))
+        if self._keep:
+            self.requests.append(SeenRequest(request.path, key, body if isinstance(body, dict) else None, response.status,
+                                             user_agent=request.headers.get("User-Agent")))
         return response
 
     def _over_rpm(self) -> web.Response | None:
@@ -183,7 +187,7 @@ def _scripted(failure: Failure) -> web.Response:
 
 
 async def _serve(config: ServerConfig, port: int) -> None:
-    async with ScriptedLLMServer(config, port=port) as server:
+    async with ScriptedLLMServer(config, port=port, keep_requests=False) as server:
         print(f"scripted LLM server on {server.base_url}/v1", flush=True)
         await asyncio.Event().wait()  # until Ctrl-C cancels the loop
 
