@@ -574,15 +574,29 @@ def pin_root_mtime(state):
 
 
 def copy_up_directories(roots):
-    """Copy every directory of the restorable trees up into the container's own layer.
+    """Copy every directory of the restorable trees up into the container's own layer, each one
+    marked "impure" as an episode's first change inside it would mark it.
 
     overlayfs marks a directory whose children were copied up as "impure" with an xattr, which on
-    ext4 can cost a block: `du` would then depend on what earlier episodes touched. A same-mode
-    chmod copies each directory up once, at start, so fresh and reused containers agree."""
+    ext4 can cost a block: `du` would then depend on what earlier episodes touched (fs3 #12 moves
+    the files of leaf directories away; the reset brings them back, but their directories stay
+    impure, and `du` of a reused container then printed 4 KiB more per directory than a fresh
+    one). A same-mode chmod copies each directory up once, at start, which marks every parent of a
+    directory; a directory with no subdirectory is marked by copying up its first file the same
+    way (only that file's ctime moves, to the container's start, as every directory's already
+    does). Fresh and reused containers then agree."""
     for root in roots:
         if os.path.isdir(root) and not os.path.islink(root):
-            for dirpath, _, _ in os.walk(root):
+            for dirpath, dirnames, filenames in os.walk(root):
                 os.chmod(dirpath, stat.S_IMODE(os.lstat(dirpath).st_mode))
+                if dirnames:
+                    continue
+                for name in sorted(filenames):
+                    path = os.path.join(dirpath, name)
+                    st = os.lstat(path)
+                    if stat.S_ISREG(st.st_mode):
+                        os.chmod(path, stat.S_IMODE(st.st_mode))
+                        break
 
 
 class Pristine:
