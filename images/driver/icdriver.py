@@ -229,8 +229,10 @@ class Driver:
         if self.state:
             copy_up_directories(self.state["roots"])
             pin_root_mtime(self.state)
-        # root -> {path: (ino, ctime_ns, type)}, recorded while the files are pristine
-        self.baseline = {root: walk(root, {}) for root in self.state["roots"]} if self.state else {}
+        # root -> {path: (ino, ctime_ns, type)}, recorded while the files are pristine; and root ->
+        # {file: atime_ns}, to give files that were only read their atime back
+        self.atimes = {root: {} for root in self.state["roots"]} if self.state else {}
+        self.baseline = {root: walk(root, {}, self.atimes[root]) for root in self.atimes}
 
     def op_exec(self, req):
         argv, cwd = req["argv"], req.get("cwd") or "/"
@@ -281,12 +283,16 @@ class Driver:
         if self.state is not None:
             removed += remove_new_toplevel(self.state["toplevel"])
             for root, before in self.baseline.items():
-                now = walk(root, {})
+                atimes = {}
+                now = walk(root, {}, atimes)
+                read = restore_atimes(before, now, self.atimes[root], atimes)
                 if now != before:
                     self.pristine = self.pristine or Pristine()
                     r, d = restore_root(root, before, now, self.pristine)
                     restored, removed = restored + r, removed + d
-                    self.baseline[root] = walk(root, {})
+                if read or now != before:
+                    self.atimes[root] = {}
+                    self.baseline[root] = walk(root, {}, self.atimes[root])
             pin_root_mtime(self.state)
         return {"killed": killed, "restored": restored, "removed": removed}
 
@@ -549,18 +555,40 @@ def reap_children():
 
 # ----------------------------------------------------------------------------- files
 
-def walk(path, found):
+def walk(path, found, atimes=None):
     """Map every path under `path` to (inode, ctime_ns, type). ctime cannot be set from user
-    space, so any change to content, mode, owner or name since the walk shows as a new value."""
+    space, so any change to content, mode, owner or name since the walk shows as a new value.
+    With `atimes`, also map every regular file to its atime: reading a file changes only that."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
         return found
     found[path] = (st.st_ino, st.st_ctime_ns, stat.S_IFMT(st.st_mode))
+    if atimes is not None and stat.S_ISREG(st.st_mode):
+        atimes[path] = st.st_atime_ns
     if stat.S_ISDIR(st.st_mode):
         for entry in os.scandir(path):
-            walk(entry.path, found)
+            walk(entry.path, found, atimes)
     return found
+
+
+def restore_atimes(before, now, atimes_before, atimes_now):
+    """Give the files an episode only read their atime back (`find -amin`, `-atime`).
+
+    A file in the container's own layer (one the driver or a reset wrote) gets a new atime when
+    it is read; one still in the image's layer does not. Left alone, a reused container would
+    answer `find -atime +1` differently from a fresh one. Setting the atime moves the ctime,
+    so the caller walks the root again."""
+    restored = 0
+    for path, atime in atimes_now.items():
+        old = atimes_before.get(path)
+        if old is not None and old != atime and now.get(path) == before.get(path):
+            try:
+                os.utime(path, ns=(old, os.lstat(path).st_mtime_ns), follow_symlinks=False)
+                restored += 1
+            except OSError:
+                pass
+    return restored
 
 
 def pin_root_mtime(state):
