@@ -20,18 +20,23 @@ from agents.llm.transport import InProcessTransport, Request
 USER = [{"role": "user", "content": "hello"}]
 
 
-@pytest.fixture
-def priced_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The models litellm's own cost calculation ran for, one entry per run."""
+def _models_called(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> list[str]:
+    """`owner.name`, called with keywords, now also notes each call's `model` in the list returned."""
     seen: list[str] = []
-    original = litellm.response_cost_calculator
+    original = getattr(owner, name)
 
     def counting(**kwargs: Any) -> Any:
         seen.append(kwargs["model"])
         return original(**kwargs)
 
-    monkeypatch.setattr(litellm, "response_cost_calculator", counting)
+    monkeypatch.setattr(owner, name, counting)
     return seen
+
+
+@pytest.fixture
+def priced_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The models litellm's own cost calculation ran for, one entry per run."""
+    return _models_called(monkeypatch, litellm, "response_cost_calculator")
 
 
 async def _calls(server: ScriptedLLMServer, model: str, n: int, **params: Any) -> list[float | None]:
@@ -122,14 +127,7 @@ async def test_cookies_are_still_kept_when_a_response_sets_them() -> None:
 
 
 async def test_an_unmapped_model_is_looked_up_once_until_the_map_changes(monkeypatch: pytest.MonkeyPatch) -> None:
-    lookups: list[str] = []
-    original = _litellm_lean._original_model_info
-
-    def counting(**kwargs: Any) -> Any:
-        lookups.append(kwargs["model"])
-        return original(**kwargs)
-
-    monkeypatch.setattr(_litellm_lean, "_original_model_info", counting)
+    lookups = _models_called(monkeypatch, _litellm_lean, "_original_model_info")
     name = f"local-{uuid.uuid4().hex[:8]}"
     async with ScriptedLLMServer() as server:
         assert await _calls(server, f"openai/{name}", 3) == [None, None, None]

@@ -56,9 +56,14 @@ async def _outcome(server: ScriptedLLMServer, model: str, failure: dict[str, Any
     return result, seen.body, seen.user_agent
 
 
-@pytest.mark.parametrize("failure", [None, *FAILURES], ids=lambda f: "ok" if f is None else str(f.get("status", f.get("kind", "auth"))))
+def _failure_id(failure: dict[str, Any] | None) -> str:
+    return "ok" if failure is None else str(failure.get("status", failure.get("kind", "auth")))
+
+
+@pytest.mark.parametrize("failure", [None, *FAILURES], ids=_failure_id)
 @pytest.mark.parametrize("model", [PRICED, UNPRICED])
-async def test_handler_and_sdk_agree(failure: dict[str, Any] | None, model: str, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_handler_and_sdk_agree(failure: dict[str, Any] | None, model: str,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
     outcomes = {}
     async with ScriptedLLMServer(ServerConfig(default_answer="ls -la /tmp")) as server:
         for switch in ("True", "False"):

@@ -19,7 +19,8 @@ litellm.suppress_debug_info = True
 
 from . import _litellm_lean, _openai_fast  # noqa: E402
 
-_openai_fast.install()  # openai/* calls skip the SDK's per-message type walk (see _openai_fast)
-_litellm_lean.install()  # no success logging without callbacks, no re-pricing or re-lookup of unmapped models, no empty cookie jars
+_openai_fast.install()  # with the switch off, the SDK path skips its per-message type walk (see _openai_fast)
+# No success logging without callbacks, no re-pricing or re-lookup of unmapped models, no empty cookie jars.
+_litellm_lean.install()
 
 __all__ = ["litellm"]

@@ -9,8 +9,8 @@ Measured in the LLM worker under the sweep benchmark (py-spy), they were a fifth
 - **Pricing a model litellm's map does not know** (about 9%). litellm prices every response; for
   an unmapped model (a local vLLM, the simulated provider) each attempt builds and formats an
   exception, twice per call, only to give up. After the first such failure for a (provider,
-  model) the answer is known until litellm's map changes, so later calls skip straight to it: no cost (None), exactly what
-  litellm itself returned. The client then asks `usage.price`, which says the same. Mapped models
+  model) the answer is known until litellm's map changes, so later calls skip straight to it:
+  no cost (None), exactly what litellm itself returned. The client then asks `usage.price`, which says the same. Mapped models
   are priced by litellm every time, as before.
 - **Cookies of responses that set none** (about 4%). httpx feeds every response through the
   standard library's cookie jar, building two adapter objects, to find no `Set-Cookie` header.

@@ -139,8 +139,8 @@ class ScriptedLLMServer:
 
     def _record(self, request: web.Request, key: str | None, body: Any, response: web.StreamResponse) -> web.StreamResponse:
         if self._keep:
-            self.requests.append(SeenRequest(request.path, key, body if isinstance(body, dict) else None, response.status,
-                                             user_agent=request.headers.get("User-Agent")))
+            self.requests.append(SeenRequest(request.path, key, body if isinstance(body, dict) else None,
+                                             response.status, user_agent=request.headers.get("User-Agent")))
         return response
 
     def _over_rpm(self) -> web.Response | None:

@@ -72,7 +72,8 @@ class SweepModels:
                     continue
                 api_base, key = model.api_base, _api_key(model)
                 if model.local is not None:
-                    server = await stack.enter_async_context(ScriptedLLMServer(_server_config(model.local, tasks), keep_requests=False))
+                    local = ScriptedLLMServer(_server_config(model.local, tasks), keep_requests=False)
+                    server = await stack.enter_async_context(local)
                     api_base, key = f"{server.base_url}/v1", SecretStr(LOCAL_KEY)
                 specs.append(ModelSpec(name=model.name, api_base=api_base, api_key=key, limits=model.limits,
                                        timeout=model.timeout))
