@@ -12,7 +12,9 @@ on every gold and every reset before it.
 `OriginalLifecycleBashEnv` reproduces that lifecycle, so that `replay --containers original` can
 show which disagreements come from it and which from the environment itself. It is never used for
 sweeps: a benchmark run wants the complete reset. Episodes must be replayed one at a time, in the
-recording's order, through one instance.
+recording's order, through one instance. A recorded action can break the containers for good (one
+gzipped every binary from `/`); the next reset then raises SandboxError, and `replay` goes on with a
+new instance, that is with new containers.
 """
 
 from __future__ import annotations
@@ -49,17 +51,17 @@ class OriginalLifecycleBashEnv(BashEnv):
             self._containers[image] = (agent, gold)
         return self._containers[image]
 
-    async def _leaky_reset(self, sandbox: Sandbox, task: Task) -> None:
+    async def _leaky_reset(self, sandbox: Sandbox, task: Task, role: str) -> None:
         result = await sandbox.exec(split_action(self.shell(task), LEAKY_RESET), cwd=self.image_workdir,
                                     timeout=GOLD_TIMEOUT)
-        if result.exit_code != 0:  # the original raised here too
-            raise SandboxError(f"git reset failed: {result.output.strip()[-200:]}",
+        if result.exit_code != 0:  # the original raised here too; an earlier action broke the container
+            raise SandboxError(f"git reset failed in the {role}'s container: {result.output.strip()[-200:]}",
                                container_id=sandbox.container_id, image=sandbox.image)
 
     async def _start(self, task: Task) -> None:
         self.image_workdir = await self.runtime.image_workdir(task.image)
         self.sandbox, _ = await self._containers_for(task.image)
-        await self._leaky_reset(self.sandbox, task)
+        await self._leaky_reset(self.sandbox, task, "agent")
         self.workdir = self.start_dir(task)
 
     async def _stop(self) -> None:
@@ -77,7 +79,7 @@ class OriginalLifecycleBashEnv(BashEnv):
         assert self.task is not None
         task, mode = self.task, self.mode
         _, sandbox = await self._containers_for(task.image)
-        await self._leaky_reset(sandbox, task)
+        await self._leaky_reset(sandbox, task, "gold")
         try:
             argv = split_action(self.shell(task), task.gold_text)
             output = (await sandbox.exec(argv, cwd=self.image_workdir, timeout=GOLD_TIMEOUT)).output

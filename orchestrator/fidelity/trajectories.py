@@ -5,12 +5,21 @@ ic_python, ic_ctf), `dataset` (the original's data path), `task_id`, `query` and
 (`actions`, `observations`, `rewards`, and `valid_action`). The task is found by the dataset's
 file name and index when the query agrees, else by the query text among all tasks of that kind,
 so files of other runs and datasets work too.
+
+Everything is checked as it is read, because the files come from elsewhere: whatever is not a
+trajectory file is one ConfigError that names the file, and the episode and turn where one is at
+fault, never a traceback halfway through a replay. Tolerated: a reward of null (the turn is
+replayed but has nothing to be compared with), an episode without turns, any `task_id` (only a
+whole number is used, as an index) and any observation (only text is compared). Not tolerated:
+actions that are not text, rewards that are not numbers, and `actions`, `observations` and
+`rewards` of different lengths, which the original never wrote (it appended one of each per turn).
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +32,7 @@ KINDS = {"ic_bash": "bash", "ic_sql": "sql", "ic_python": "python", "ic_ctf": "c
 FILES = {**{f"nl2bash_fs_{n}.json": f"nl2bash-fs{n}" for n in (1, 2, 3, 4)}, "test_queries.json": "test-queries",
          "dev_spider.json": "spider", "ic_spider_dev.json": "spider", "ic_wikisql_dev.json": "wikisql",
          "ic_bird.json": "bird", "ic_mbpp.json": "mbpp", "ic_apps.json": "apps", "ic_ctf.json": "ctf"}
+COLUMNS = ("actions", "observations", "rewards")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,25 +55,129 @@ class Episode:
 
 
 def read_episodes(path: Path) -> list[Episode]:
-    try:
-        raw = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"trajectory file {path} does not exist") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path} is not JSON ({exc.msg} at line {exc.lineno})") from None
+    """The episodes of a trajectory file, in the file's order; ConfigError (one line) for a file
+    that is not one."""
+    raw = _load(path)
     if not isinstance(raw, dict):
-        raise ConfigError(f"{path} is not a trajectory file: expected a JSON object keyed by episode")
-    episodes = []
-    for key, value in raw.items():
+        raise ConfigError(f"{_file(path)} is not a trajectory file: expected a JSON object keyed by episode, "
+                          f"found {_type(raw)}")
+    if not raw:
+        raise ConfigError(f"{_file(path)} has no episodes")
+    return [_episode(path, key, value) for key, value in raw.items()]
+
+
+def shown(value: object, limit: int = 100) -> str:
+    """An episode key (or, with a larger limit, a path) fit for a one-line message: cut short, and
+    quoted when it holds what would break the line."""
+    text = str(value)
+    if text.isprintable() and len(text) <= limit:
+        return text
+    return repr(text[:limit]) + ("..." if len(text) > limit else "")
+
+
+def _file(path: Path) -> str:
+    return shown(path, 400)
+
+
+def _load(path: Path) -> Any:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"trajectory file {_file(path)} does not exist") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{_file(path)} is a directory: give the trajectory files in it, e.g. "
+                          f"{_file(path / '*.json')}") from None
+    except OSError as exc:
+        raise ConfigError(f"trajectory file {_file(path)} cannot be read: {exc.strerror or exc}") from None
+    if not data.strip():
+        raise ConfigError(f"trajectory file {_file(path)} is empty")
+    return _parse(path, data)
+
+
+def _parse(path: Path, data: bytes) -> Any:
+    # From bytes, json detects UTF-8 (with or without a BOM), UTF-16 and UTF-32 by itself.
+    try:
+        return json.loads(data)
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{_file(path)} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
+                          f"{exc.start}): trajectory files are JSON; convert it, e.g. `iconv -f latin1 -t utf-8`"
+                          ) from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{_file(path)} is not JSON ({exc.msg} at line {exc.lineno})") from None
+    except ValueError:  # Python refuses integers of more than 4300 digits
+        raise ConfigError(f"{_file(path)} holds a number with too many digits to be a trajectory file") from None
+    except RecursionError:
+        raise ConfigError(f"{_file(path)} is nested too deep to be a trajectory file") from None
+
+
+def _episode(path: Path, key: str, value: object) -> Episode:
+    where = f"{_file(path)}: episode {shown(key)}"
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where} is not an object but {_type(value)}")
+    environment = value.get("environment")
+    if not isinstance(environment, str) or environment not in KINDS:
+        raise ConfigError(f"{where}: environment is {_value(environment)}; expected one of {', '.join(KINDS)}")
+    history = value.get("turn_history")
+    if not isinstance(history, dict):
+        raise ConfigError(f"{where}: turn_history is {_value(history)}; expected an object with {', '.join(COLUMNS)}")
+    return Episode(key, KINDS[environment], _text(where, value, "dataset"), value.get("task_id"),
+                   _text(where, value, "query"), _turns(where, history), str(path), str(value.get("harness", "")))
+
+
+def _text(where: str, value: dict[str, Any], name: str) -> str:
+    text = value.get(name)
+    if text is None:
+        return ""
+    if not isinstance(text, str):
+        raise ConfigError(f"{where}: {name} is {_type(text)}, not text")
+    return text
+
+
+def _turns(where: str, history: dict[str, Any]) -> list[Turn]:
+    columns = [history.get(name) for name in COLUMNS]
+    for name, column in zip(COLUMNS, columns):
+        if not isinstance(column, list):
+            raise ConfigError(f"{where}: turn_history.{name} is {_value(column)}; expected a list, one entry per turn")
+    if len({len(column) for column in columns}) > 1:
+        counts = ", ".join(f"{len(column)} {name}" for name, column in zip(COLUMNS, columns))
+        raise ConfigError(f"{where}: the lists of turn_history differ in length ({counts}); expected one of each "
+                          "per turn")
+    return [_turn(f"{where}, turn {n}", *entry) for n, entry in enumerate(zip(*columns), start=1)]
+
+
+def _turn(where: str, action: object, observation: object, reward: object) -> Turn:
+    if not isinstance(action, str):
+        raise ConfigError(f"{where}: the action is {_type(action)}, not text")
+    return Turn(action, observation, _reward(where, reward))
+
+
+def _reward(where: str, reward: object) -> float | None:
+    if reward is None:
+        return None  # not recorded: the turn is replayed, and has nothing to be compared with
+    if isinstance(reward, (int, float)) and not isinstance(reward, bool):
         try:
-            history = value["turn_history"]
-            kind = KINDS[value["environment"]]
-            turns = [Turn(a, o, r) for a, o, r in zip(history["actions"], history["observations"], history["rewards"])]
-        except (KeyError, TypeError) as exc:
-            raise ConfigError(f"{path}: episode {key} is not in the trajectory format (missing {exc})") from None
-        episodes.append(Episode(str(key), kind, value.get("dataset", ""), value.get("task_id"), value.get("query", ""),
-                                turns, str(path), str(value.get("harness", ""))))
-    return episodes
+            value = float(reward)
+        except OverflowError:  # an integer beyond any float
+            value = math.inf
+        if math.isfinite(value):
+            return value
+    raise ConfigError(f"{where}: the reward is {_value(reward)}; expected a number or null")
+
+
+def _type(value: object) -> str:
+    """What a JSON value is, in the words of JSON."""
+    if value is None:
+        return "null"
+    names = {bool: "true or false", dict: "an object", list: "an array", str: "a string"}
+    return names.get(type(value), "a number")
+
+
+def _value(value: object) -> str:
+    """A short JSON value for a message: `null`, `"0.5"`, `true`, `NaN`, or its type."""
+    if value is None or isinstance(value, (bool, int, float)) or (isinstance(value, str) and len(value) <= 20):
+        text = json.dumps(value)
+        return "missing" if value is None else shown(text)
+    return _type(value)
 
 
 class TaskFinder:
@@ -83,10 +197,12 @@ class TaskFinder:
 
     def find(self, episode: Episode) -> Task | None:
         named = FILES.get(Path(episode.dataset_path).name)
+        if named and DATASETS[named].env != episode.kind:  # a dataset of another kind: ignored
+            named = None
         candidates = [named] if named else []
         candidates += [name for name, info in DATASETS.items() if info.env == episode.kind and name not in candidates]
         query = _norm(episode.query)
-        if named and isinstance(episode.task_id, int):
+        if named and type(episode.task_id) is int:  # not a bool, nor an id of another kind
             tasks = self.tasks(named)
             if 0 <= episode.task_id < len(tasks) and _norm(tasks[episode.task_id].query) == query:
                 return tasks[episode.task_id]
@@ -94,12 +210,20 @@ class TaskFinder:
             for task in self.tasks(name):
                 if _norm(task.query) == query:
                     return task
+        return self._closest(candidates, query)
+
+    def _closest(self, candidates: list[str], query: str) -> Task | None:
+        """The task whose query is most like `query`, if more than 80% alike."""
         best, best_ratio = None, 0.8
+        matcher = difflib.SequenceMatcher(None, "", query)  # the query is indexed once, for every task
         for name in candidates:
             for task in self.tasks(name):
-                ratio = difflib.SequenceMatcher(None, _norm(task.query), query).ratio()
-                if ratio > best_ratio:
-                    best, best_ratio = task, ratio
+                matcher.set_seq1(_norm(task.query))
+                # The quick upper bounds first: a query of another length (a huge one) costs nothing.
+                if matcher.real_quick_ratio() > best_ratio and matcher.quick_ratio() > best_ratio:
+                    ratio = matcher.ratio()
+                    if ratio > best_ratio:
+                        best, best_ratio = task, ratio
         return best
 
 

@@ -1,0 +1,255 @@
+"""`replay` and `replay:FILE` against bad input and broken containers: every bad trajectory file is
+one `error:` line (exit 2), a replay with nothing to compare is not a success, and a container
+that a recorded action breaks, or that dies, costs its own episode only: the environment is
+re-created and the replay goes on (flagged where the original ran in the broken container)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import aiodocker
+import pytest
+from pydantic import SecretStr
+
+from agents import resolve_model
+from agents.llm import LLMClient, ModelSpec
+from orchestrator.cli import main
+from orchestrator.errors import ConfigError
+from orchestrator.fidelity.replay import TurnResult, replay_all
+from orchestrator.fidelity.trajectories import TaskFinder, read_episodes
+from tests.conftest import FS1, clean_runtime
+
+FS1_FILE = "./data/nl2bash/nl2bash_fs_1.json"
+# Gzips the shell and git of the container it runs in, as the recorded `find . -type f -mtime +7
+# -exec gzip -9 {} \;` run from `/` did to every binary: fast, and the next leaky reset fails.
+BREAKS_THE_CONTAINER = "gzip -9 /usr/bin/bash /usr/bin/git"
+KILLS_THE_DRIVER = "kill -9 $PPID"  # the action's parent is the container's driver
+
+
+def episode(query: str, actions: list[Any], rewards: list[Any], *, task_id: Any = 0,
+            environment: str = "ic_bash") -> dict[str, Any]:
+    return {"environment": environment, "dataset": FS1_FILE, "task_id": task_id, "query": query,
+            "turn_history": {"actions": actions, "observations": [""] * len(actions), "rewards": rewards,
+                             "valid_action": [True] * len(actions)}}
+
+
+def write(tmp_path: Path, content: object, name: str = "trajectory.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(content))
+    return path
+
+
+def fs1_queries(data_dir: Path) -> list[str]:
+    return [task["query"] for task in json.loads((data_dir / "nl2bash" / "nl2bash_fs_1.json").read_text())]
+
+
+def fs1_golds(data_dir: Path) -> list[str]:
+    return [task["gold"] for task in json.loads((data_dir / "nl2bash" / "nl2bash_fs_1.json").read_text())]
+
+
+def one_line_error(path: Path, *needles: str) -> str:
+    with pytest.raises(ConfigError) as caught:
+        read_episodes(path)
+    message = str(caught.value)
+    assert message and "\n" not in message, message
+    for needle in needles:
+        assert needle in message, message
+    return message
+
+
+def cli_error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    """Run the CLI in this process; it must exit 2 with exactly one line on stderr, `error: ...`."""
+    assert main(list(argv)) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), lines
+    return lines[0]
+
+
+# ---------------------------------------------------------------- bad files: one line, no Docker
+
+def test_a_file_that_is_not_utf8_is_one_line_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "latin1.json"
+    path.write_bytes('{"0": {"query": "café"}}'.encode("latin-1"))
+    one_line_error(path, str(path), "UTF-8")
+    line = cli_error(capsys, "replay", str(path))
+    assert str(path) in line and "UTF-8" in line
+    client = LLMClient([ModelSpec(name="openai/local", api_base="http://127.0.0.1:9/v1", api_key=SecretStr("x"))])
+    with pytest.raises(ConfigError, match="UTF-8"):  # a sweep's `replay:FILE` model reads it the same way
+        resolve_model(f"replay:{path}", client=client)
+
+
+@pytest.mark.docker
+def test_a_sweep_with_a_bad_replay_model_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "latin1.json"
+    path.write_bytes('{"0": {"query": "café"}}'.encode("latin-1"))
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text(f'name = "bad"\noutput = "{tmp_path / "out"}"\nstrategies = ["single"]\n'
+                     f'[[models]]\nname = "replay:{path}"\n[[tasks]]\ndataset = "starter-bash"\n')
+    line = cli_error(capsys, "sweep", str(sweep), "--quiet", "--no-report")
+    assert str(path) in line and "UTF-8" in line
+
+
+@pytest.mark.parametrize(("actions", "turn"), [([5, None, {}], "turn 1"), (["ls", None], "turn 2"),
+                                                (["ls", "pwd", {"cmd": "ls"}], "turn 3")])
+def test_an_action_that_is_not_a_string_names_the_episode_and_turn(tmp_path: Path, actions: list[Any],
+                                                                    turn: str) -> None:
+    path = write(tmp_path, {"0": episode("q", ["ls"], [0.0]), "7": episode("q", actions, [0.0] * len(actions))})
+    one_line_error(path, str(path), "episode 7", turn, "action")
+
+
+BAD_EPISODES: dict[str, tuple[Callable[[dict[str, Any]], object], str]] = {
+    "not an object": (lambda e: [e], "not an object"),
+    "turn_history not an object": (lambda e: {**e, "turn_history": ["ls"]}, "turn_history"),
+    "actions not a list": (lambda e: {**e, "turn_history": {**e["turn_history"], "actions": "ls"}}, "actions"),
+    "rewards missing": (lambda e: {**e, "turn_history": {"actions": ["ls"], "observations": [""]}}, "rewards"),
+    "reward a string": (lambda e: {**e, "turn_history": {**e["turn_history"], "rewards": ["0.5"]}}, "turn 1"),
+    "reward true": (lambda e: {**e, "turn_history": {**e["turn_history"], "rewards": [True]}}, "reward"),
+    "lengths differ": (lambda e: {**e, "turn_history": {**e["turn_history"], "rewards": [0.1, 0.2]}},
+                       "differ in length"),
+    "unknown environment": (lambda e: {**e, "environment": "ic_cobol"}, "ic_cobol"),
+    "environment a list": (lambda e: {**e, "environment": ["ic_bash"]}, "environment"),
+    "query a number": (lambda e: {**e, "query": 12}, "query"),
+    "dataset an object": (lambda e: {**e, "dataset": {}}, "dataset"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_EPISODES)
+def test_every_field_is_checked_with_one_line(tmp_path: Path, case: str) -> None:
+    change, needle = BAD_EPISODES[case]
+    path = write(tmp_path, {"3": change(episode("q", ["ls"], [0.5]))})
+    one_line_error(path, str(path), "episode 3", needle)
+
+
+def test_what_is_tolerated(tmp_path: Path, data_dir: Path) -> None:
+    query = fs1_queries(data_dir)[0]
+    path = write(tmp_path, {"0": episode(query, [], [], task_id={"weird": [1]}),
+                            "1": episode(query, ["ls", "pwd"], [None, 1], task_id=10**300),
+                            "2": episode(query, ["ls"], [0], task_id=True)})
+    empty, nulls, boolean = read_episodes(path)
+    assert empty.turns == []  # an episode without turns has nothing to replay
+    assert [t.reward for t in nulls.turns] == [None, 1.0]  # no recorded reward: replayed, not compared
+    finder = TaskFinder(data_dir)
+    found = [finder.find(e) for e in (empty, nulls, boolean)]
+    assert [task and task.id for task in found] == ["nl2bash-fs1/0"] * 3  # by the query, whatever the id
+    digits = json.dumps({"0": episode(query, ["ls"], [0.5])}).replace('"task_id": 0', '"task_id": ' + "9" * 5000)
+    (tmp_path / "huge.json").write_text(digits)
+    one_line_error(tmp_path / "huge.json", "too many digits")  # Python refuses such integers: one line too
+
+
+def test_files_that_are_not_trajectory_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    one_line_error(write(tmp_path, {}), "has no episodes")
+    one_line_error(write(tmp_path, [episode("q", ["ls"], [0.5])]), "a JSON object keyed by episode", "array")
+    one_line_error(write(tmp_path, "text"), "a JSON object keyed by episode")
+    one_line_error(tmp_path, str(tmp_path), "directory")
+    (tmp_path / "empty.json").write_text("")
+    one_line_error(tmp_path / "empty.json", "empty")
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    one_line_error(tmp_path / "deep.json", "deep")
+    (tmp_path / "nan.json").write_text('{"0": ' + json.dumps(episode("q", ["ls"], [0.5]))
+                                       .replace("0.5]", "NaN]") + "}")
+    one_line_error(tmp_path / "nan.json", "turn 1", "reward")
+    key = "line one\nline two " + "x" * 10_000
+    message = one_line_error(write(tmp_path, {key: episode("q", [7], [0.5])}), "turn 1")
+    assert len(message) < 400
+    assert cli_error(capsys, "replay", str(write(tmp_path, {}, "none.json"))).endswith("has no episodes")
+    cli_error(capsys, "replay", str(tmp_path))
+
+
+def test_files_that_cannot_be_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    loop = tmp_path / "loop.json"
+    loop.symlink_to(loop)
+    one_line_error(loop, str(loop), "cannot be read", "symbolic links")
+    assert "symbolic links" in cli_error(capsys, "replay", str(loop))
+    good = write(tmp_path, {"0": episode("q", ["ls"], [0.5])})
+    assert "given twice" in cli_error(capsys, "replay", str(good), str(tmp_path / "." / good.name))
+    one_line_error(tmp_path / ("x" * 300), "cannot be read", "too long")
+    if os.geteuid() != 0:  # root reads files whatever their mode
+        path = write(tmp_path, {"0": episode("q", ["ls"], [0.5])})
+        path.chmod(0)
+        one_line_error(path, str(path), "cannot be read", "ermission")
+
+
+def test_a_huge_query_does_not_stall_the_task_search(tmp_path: Path, data_dir: Path) -> None:
+    (found,) = read_episodes(write(tmp_path, {"0": episode("find " * 400_000, ["ls"], [0.5], task_id=None)}))
+    finder = TaskFinder(data_dir)
+    finder.tasks("nl2bash-fs1")  # the data is read before the clock starts
+    started = time.monotonic()
+    assert finder.find(found) is None
+    assert time.monotonic() - started < 5  # the close-query search took almost a minute
+
+
+def test_a_task_of_another_kind_is_not_found(tmp_path: Path, data_dir: Path) -> None:
+    query = fs1_queries(data_dir)[0]  # a bash task's, in an episode of SQL
+    (found,) = read_episodes(write(tmp_path, {"0": episode(query, ["ls"], [0.5], environment="ic_sql")}))
+    assert TaskFinder(data_dir).find(found) is None
+
+
+# ---------------------------------------------------------------- nothing compared: not a success
+
+@pytest.mark.docker
+def test_a_replay_that_compares_no_turn_exits_non_zero(tmp_path: Path, data_dir: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, {"0": episode("no task asks this", ["ls"], [0.5], task_id=None)})
+    assert main(["replay", str(path), "--data-dir", str(data_dir)]) == 1
+    captured = capsys.readouterr()
+    assert "agreement: 0.000 (0 turns; 1 not scored)" in captured.out
+    assert "task not found" in captured.out
+    assert captured.err.strip().splitlines()[-1].startswith("no turn could be compared")
+
+
+# ---------------------------------------------------------------- broken containers, for real
+
+def broken_then_gold(data_dir: Path, first_actions: list[str]) -> dict[str, Any]:
+    """Episode 0 runs `first_actions`; episodes 1 and 4 then run their task's gold, which scores 1.0."""
+    queries, golds = fs1_queries(data_dir), fs1_golds(data_dir)
+    return {"0": episode(queries[0], first_actions, [0.0] * len(first_actions), task_id=0),
+            "1": episode(queries[1], [golds[1]], [1.0], task_id=1),
+            "4": episode(queries[4], [golds[4]], [1.0], task_id=4)}
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("containers", ["original", "pristine"])
+def test_a_recorded_action_that_breaks_the_container_costs_its_episode_only(
+        tmp_path: Path, data_dir: Path, capsys: pytest.CaptureFixture[str], containers: str) -> None:
+    path = write(tmp_path, broken_then_gold(data_dir, ["cd /", BREAKS_THE_CONTAINER]))
+    out = tmp_path / "replay.json"
+    code = main(["replay", str(path), "--data-dir", str(data_dir), "--containers", containers, "--json", str(out)])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    turns = json.loads(out.read_text())
+    assert set(turns) == {"0", "1", "4"}
+    assert [t["ours"] is not None for t in turns["0"]] == [True, True]  # the breaking turn itself was scored
+    for key in ("1", "4"):  # replayed and scored right, in new containers
+        assert [(t["ours"], t["agree"]) for t in turns[key]] == [(1.0, True)], turns[key]
+    flags = [t["flag"] for key in ("1", "4") for t in turns[key]]
+    if containers == "original":  # the original ran them in the container episode 0 broke
+        assert all("episode 0" in flag and "git reset failed in the agent's container" in flag for flag in flags)
+        assert "2 turns of 2 episodes scored but not counted" in printed and "(2 turns; 2 flagged)" in printed
+    else:
+        assert flags == ["", ""]
+        assert "agreement: " in printed.splitlines()[-1] and "(4 turns)" in printed
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("containers", ["original", "pristine"])
+async def test_a_container_that_dies_mid_episode_is_re_created(docker: aiodocker.Docker, data_dir: Path,
+                                                              tmp_path: Path, containers: str) -> None:
+    path = write(tmp_path, broken_then_gold(data_dir, ["ls /testbed", KILLS_THE_DRIVER, "ls /testbed"]))
+    episodes = read_episodes(path)
+    async with clean_runtime(docker, FS1, data_dir=data_dir) as runtime:
+        results = await replay_all(runtime, TaskFinder(data_dir), episodes, 4, containers)
+    by_episode: dict[str, list[TurnResult]] = {}
+    for result in results:
+        by_episode.setdefault(result.episode, []).append(result)
+    first = by_episode["0"]
+    assert first[0].ours is not None
+    assert [r.ours for r in first[1:]] == [None, None]
+    assert all("turn 2 of episode 0" in r.reason and "re-created" in r.reason for r in first[1:]), first
+    for key in ("1", "4"):
+        assert [(r.ours, r.agree) for r in by_episode[key]] == [(1.0, True)]
+        assert all(bool(r.flag) is (containers == "original") for r in by_episode[key])
