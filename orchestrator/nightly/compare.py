@@ -2,6 +2,8 @@
 
 Episodes pair on (task_id, epoch) within a model × strategy × task set cell, so each task is its
 own control and a 10-point drop on 200 tasks stands out from a few tasks flipping both ways.
+A pair with an infrastructure failure is left out, and so is one whose episode the budget cut
+short (`outcomes.from_episodes` gives that episode no outcome): neither says anything about the model.
 A cell gets one verdict from two tests; each runs at alpha/2 (Bonferroni), so the chance of a
 false alarm per cell stays at most alpha. Pure functions: no I/O.
 """
@@ -61,7 +63,7 @@ class CellComparison:
     pass_to_fail: tuple[tuple[str, int], ...]  # (task_id, epoch)
     fail_to_pass: tuple[tuple[str, int], ...]
     excluded: dict[str, tuple[str, ...]] = field(default_factory=dict)  # reason -> task ids
-    unpaired: int = 0  # on one side only, or an infrastructure failure on either side
+    unpaired: int = 0  # on one side only (or cut by the budget), or an infrastructure failure on either side
     verdict: Verdict = "no change"
 
     @property

@@ -25,7 +25,8 @@ class FlakySettings(BaseModel):
 
 def night_outcomes(outcomes: Iterable[Outcome], broken: Iterable[tuple[str, str]] = ()) -> dict[TaskKey, bool]:
     """One pass/fail per (cell, task) for a night: passed when at least half its epochs succeeded.
-    Infrastructure failures and tasks quarantined that night say nothing about the model: skipped."""
+    Infrastructure failures and tasks quarantined that night say nothing about the model: skipped.
+    (Episodes cut short by the budget have no outcome at all: see `outcomes.from_episodes`.)"""
     skip = set(broken)
     counts: dict[TaskKey, list[int]] = {}
     for o in outcomes:

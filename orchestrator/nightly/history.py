@@ -1,10 +1,11 @@
 """The nightly history: one SQLite file that outlives every night's output directory.
 
-Per night it keeps what the next nights need: the outcome of every episode (the baseline of a
-later comparison, and the record flaky tasks are found in), the per-cell metrics (the trend
-plots) and the tasks the oracle gate quarantined. Synchronous: callers use `asyncio.to_thread`.
-A night's status is `passed`, `regression` or `error`; the baseline of a night is the last
-`passed` night of the same sweep, so a regression stays flagged until it is fixed.
+Per night it keeps what the next nights need: the outcome of every episode the budget did not
+cut short (the baseline of a later comparison, and the record flaky tasks are found in), the
+per-cell metrics (the trend plots) and the tasks the oracle gate quarantined. Synchronous:
+callers use `asyncio.to_thread`. A night's status is `passed`, `regression` or `error`; the
+baseline of a night is the last `passed` night of the same sweep, so a regression stays flagged
+until it is fixed.
 """
 
 from __future__ import annotations

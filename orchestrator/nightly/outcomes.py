@@ -2,6 +2,7 @@
 
 A nightly keeps only these in its history (not the whole results.db), so a baseline can be
 compared with after its output directory is gone, e.g. when CI keeps only the history artifact.
+An episode cut short by the budget has no outcome: it is incomplete, as if it had not run yet.
 """
 
 from __future__ import annotations
@@ -33,8 +34,11 @@ class Outcome:
 
 
 def from_episodes(episodes: Iterable[Episode]) -> list[Outcome]:
+    """The outcomes of the episodes, leaving out those cut short by the budget: they measure neither
+    model nor harness, so a comparison leaves their pair out (counted as unpaired), flaky tasks and
+    the nightly's cell metrics skip them, and the history does not keep them."""
     return [Outcome(e.model, e.strategy, e.task_set, e.task_id, e.epoch, e.success, e.reward,
-                    e.failure_class == "infra") for e in episodes]
+                    e.failure_class == "infra") for e in episodes if not e.cut_by_budget]
 
 
 def by_cell(outcomes: Iterable[Outcome]) -> dict[Cell, dict[tuple[str, int], Outcome]]:

@@ -91,7 +91,8 @@ def _settings_line(comparison: Comparison) -> str:
     s = comparison.settings
     return (f"Pairs are (task, epoch). Verdicts: McNemar's exact test on success and a paired bootstrap "
             f"({s.resamples} resamples) on mean reward, each at α/2 = {s.alpha / 2:g}; "
-            f"minimum effect {s.min_effect:g} points. Infrastructure failures are left out of the pairs.")
+            f"minimum effect {s.min_effect:g} points. Infrastructure failures and episodes cut short by "
+            "the budget are left out of the pairs.")
 
 
 def _missing_lines(comparison: Comparison) -> list[str]:

@@ -55,6 +55,11 @@ class Episode:
     def cell(self) -> tuple[str, str, str]:
         return self.model, self.strategy, self.task_set
 
+    @property
+    def cut_by_budget(self) -> bool:
+        """Stopped by the sweep's spent budget: incomplete, not a failure; a resume runs it again."""
+        return self.status == "budget_exhausted"
+
 
 @dataclass(frozen=True)
 class Results:

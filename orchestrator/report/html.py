@@ -8,7 +8,18 @@ from __future__ import annotations
 from html import escape
 
 from orchestrator.report.svg import Bar, bar_chart, line_chart
-from orchestrator.report.view import CELL_COLUMNS, RUN_COLUMNS, ReportView, cell_row, paper_cell, pct, plural, run_rows
+from orchestrator.report.view import (
+    CELL_COLUMNS,
+    CUT_NOTE,
+    RUN_COLUMNS,
+    ReportView,
+    cell_row,
+    cut_text,
+    paper_cell,
+    pct,
+    plural,
+    run_rows,
+)
 
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1400px; color: #222; padding: 0 1em; }
@@ -61,8 +72,8 @@ def _lineage(view: ReportView) -> list[str]:
     served = [[model, name or "(not reported)"] for model, name in results.served_models]
     parts.append(html_table(("image", "digest"), images, "images", names=2))
     parts.append(html_table(("model", "served model"), served, "served-models", names=2))
-    parts.append(f"<p>Episodes: {len(results.episodes)}, cells: {len(view.summaries)}, "
-                 f"overall success: {pct(view.overall_success)}</p>")
+    parts.append(f"<p>Episodes: {len(results.episodes)}{cut_text(view.cut_by_budget)}, "
+                 f"cells: {len(view.summaries)}, overall success: {pct(view.overall_success)}</p>")
     return parts
 
 
@@ -73,6 +84,10 @@ def _results(view: ReportView) -> list[str]:
         parts.append(f'<p class="warn" id="infra-warning"><strong>{infra} failed for '
                      "infrastructure reasons</strong> (counted as episodes, i.e. as unsolved, "
                      "in every rate below).</p>")
+    if view.cut_by_budget:
+        cut = plural(view.cut_by_budget, "episode")
+        parts.append(f'<p class="warn" id="budget-warning"><strong>{cut} cut short by the budget</strong> '
+                     f"({escape(CUT_NOTE)}).</p>")
     table = view.table
     rows = [[m, s, *(paper_cell(table.get((m, s), ts)) for ts in table.task_sets)] for m, s in table.rows]
     parts += ["<h2>Success rate by task set</h2>", "<p>Success rate (mean reward).</p>",
@@ -89,11 +104,13 @@ def _results(view: ReportView) -> list[str]:
 
 
 def _bar_charts(view: ReportView) -> list[str]:
-    """One chart per model: the task sets it ran along x, one bar per strategy."""
+    """One chart per model: the task sets it ran along x, one bar per strategy (a gap where every
+    episode was cut by the budget: no rate is known there)."""
     charts = []
     for model in sorted({s.model for s in view.summaries}):
         mine = [s for s in view.summaries if s.model == model]
-        bars = {(s.task_set, s.strategy): Bar(s.success_rate or 0.0, s.ci_low, s.ci_high) for s in mine}
+        bars = {(s.task_set, s.strategy): Bar(s.success_rate, s.ci_low, s.ci_high)
+                for s in mine if s.success_rate is not None}
         strategies = sorted({s.strategy for s in mine})
         task_sets = sorted({s.task_set for s in mine})
         charts.append(bar_chart(f"{model}: success rate", task_sets, strategies, bars))

@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from orchestrator.report.view import CELL_COLUMNS, RUN_COLUMNS, ReportView, cell_row, paper_cell, pct, plural, run_rows
+from orchestrator.report.view import (
+    CELL_COLUMNS,
+    CUT_NOTE,
+    RUN_COLUMNS,
+    ReportView,
+    cell_row,
+    cut_text,
+    paper_cell,
+    pct,
+    plural,
+    run_rows,
+)
 
 
 def table(header: list[str] | tuple[str, ...], rows: list[list[str]]) -> list[str]:
@@ -22,6 +33,8 @@ def render_markdown(view: ReportView) -> str:
     if view.infra_failures:
         out += [(f"**{plural(view.infra_failures, 'episode')} failed for infrastructure reasons** "
                 "(counted as episodes, i.e. as unsolved, in every rate below)."), ""]
+    if view.cut_by_budget:
+        out += [f"**{plural(view.cut_by_budget, 'episode')} cut short by the budget** ({CUT_NOTE}).", ""]
     out += ["## Success rate by task set", "", "Success rate (mean reward).", ""]
     rows = [[model, strategy, *(paper_cell(view.table.get((model, strategy), ts)) for ts in view.table.task_sets)]
             for model, strategy in view.table.rows]
@@ -47,6 +60,6 @@ def _lineage(view: ReportView) -> list[str]:
     out += ["Images:", ""] + [f"- `{image}` {digest or '(digest unknown)'}" for image, digest in results.image_digests]
     out += ["", "Served models:", ""]
     out += [f"- {model} → {served or '(not reported)'}" for model, served in results.served_models]
-    out += ["", (f"Episodes: {len(results.episodes)}, cells: {len(view.summaries)}, "
+    out += ["", (f"Episodes: {len(results.episodes)}{cut_text(view.cut_by_budget)}, cells: {len(view.summaries)}, "
                 f"overall success: {pct(view.overall_success)}"), ""]
     return out

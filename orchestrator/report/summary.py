@@ -2,7 +2,10 @@
 
 Pure functions over `data.Episode` records, so compare and tests can use them without a database.
 Infra failures count as episodes (they are in the denominator) and are counted separately so a
-reader sees how much of a rate is the harness's fault rather than the model's.
+reader sees how much of a rate is the harness's fault rather than the model's. Episodes cut short
+by the budget are incomplete, not failures: they are in no rate, mean, failure count or curve, only
+counted apart (`cut`) and in the totals of tokens and cost (their calls were made and paid for);
+a resume with a larger budget runs them again.
 """
 
 from __future__ import annotations
@@ -25,13 +28,15 @@ class CellSummary:
     model: str
     strategy: str
     task_set: str
-    episodes: int
+    episodes: int  # complete episodes: the denominator of every rate and mean
+    cut: int  # cut short by the budget: in no rate or mean
     successes: int
     ci_low: float
     ci_high: float
     mean_reward: float | None
     mean_turns: float | None
-    total_tokens: int
+    total_tokens: int  # every stored episode's, cut ones included
+    mean_tokens: float | None  # per complete episode
     cost_usd: float | None  # sum over priced episodes; None when no episode could be priced
     unpriced_episodes: int  # cost unknown, or some of its calls could not be priced
     failures: dict[str, int]  # failure class -> episodes
@@ -39,10 +44,6 @@ class CellSummary:
     @property
     def success_rate(self) -> float | None:
         return self.successes / self.episodes if self.episodes else None
-
-    @property
-    def mean_tokens(self) -> float | None:
-        return self.total_tokens / self.episodes if self.episodes else None
 
 
 def group_by_cell(episodes: Iterable[Episode]) -> dict[Cell, list[Episode]]:
@@ -53,16 +54,23 @@ def group_by_cell(episodes: Iterable[Episode]) -> dict[Cell, list[Episode]]:
     return dict(sorted(groups.items()))
 
 
+def complete(episodes: Iterable[Episode]) -> list[Episode]:
+    """The episodes that ran to their end: those cut short by the budget left out."""
+    return [e for e in episodes if not e.cut_by_budget]
+
+
 def summarize(cell: Cell, episodes: list[Episode]) -> CellSummary:
-    """The summary of one cell's episodes."""
-    successes = sum(e.success for e in episodes)
-    low, high = wilson_interval(successes, len(episodes))
+    """The summary of one cell's episodes (see the module's docstring for cut ones)."""
+    done = complete(episodes)
+    successes = sum(e.success for e in done)
+    low, high = wilson_interval(successes, len(done))
     priced = [e.cost_usd for e in episodes if e.cost_usd is not None]
-    failures = {name: sum(e.failure_class == name for e in episodes) for name in FAILURE_CLASSES}
+    failures = {name: sum(e.failure_class == name for e in done) for name in FAILURE_CLASSES}
     return CellSummary(
-        *cell, episodes=len(episodes), successes=successes, ci_low=low, ci_high=high,
-        mean_reward=mean([e.reward for e in episodes]), mean_turns=mean([e.n_turns for e in episodes]),
+        *cell, episodes=len(done), cut=len(episodes) - len(done), successes=successes, ci_low=low, ci_high=high,
+        mean_reward=mean([e.reward for e in done]), mean_turns=mean([e.n_turns for e in done]),
         total_tokens=sum(e.prompt_tokens + e.completion_tokens for e in episodes),
+        mean_tokens=mean([e.prompt_tokens + e.completion_tokens for e in done]),
         cost_usd=sum(priced) if priced else None,
         unpriced_episodes=sum(e.cost_usd is None or e.unpriced_calls > 0 for e in episodes),
         failures=failures)
@@ -76,9 +84,11 @@ def summarize_all(episodes: Iterable[Episode]) -> list[CellSummary]:
 def turn_budget_curve(episodes: list[Episode], max_turns: int | None = None) -> list[float]:
     """Share of episodes that reached reward 1.0 within their first t turns, for t = 1..max_turns.
 
-    The denominator is every episode of the cell (failed ones included), so the last point is the
-    share that ever reached 1.0. `max_turns` defaults to the largest turn budget of the episodes.
+    The denominator is every complete episode of the cell (failed ones included, cut ones not), so
+    the last point is the share that ever reached 1.0. `max_turns` defaults to the largest turn
+    budget of the episodes.
     """
+    episodes = complete(episodes)
     if not episodes:
         return []
     horizon = max_turns if max_turns is not None else max(e.max_turns for e in episodes)

@@ -13,6 +13,7 @@ from orchestrator.report.data import Results
 from orchestrator.report.summary import (
     CellSummary,
     PaperTable,
+    complete,
     group_by_cell,
     paper_table,
     summarize_all,
@@ -36,6 +37,10 @@ class ReportView:
         return sum(s.failures["infra"] for s in self.summaries)
 
     @property
+    def cut_by_budget(self) -> int:
+        return sum(s.cut for s in self.summaries)
+
+    @property
     def overall_success(self) -> float | None:
         episodes = sum(s.episodes for s in self.summaries)
         return sum(s.successes for s in self.summaries) / episodes if episodes else None
@@ -47,8 +52,9 @@ def build_view(results: Results) -> ReportView:
 
 
 def _curves(results: Results) -> dict[str, list[Curve]]:
-    """Per task set, every model × strategy over the same horizon (the set's largest turn budget)."""
-    cells = group_by_cell(results.episodes)
+    """Per task set, every model × strategy over the same horizon (the set's largest turn budget);
+    episodes cut by the budget are in no curve."""
+    cells = group_by_cell(complete(results.episodes))
     horizons: dict[str, int] = {}
     for (_, _, task_set), episodes in cells.items():
         horizons[task_set] = max(horizons.get(task_set, 0), *(e.max_turns for e in episodes))
@@ -56,6 +62,10 @@ def _curves(results: Results) -> dict[str, list[Curve]]:
     for (model, strategy, task_set), episodes in cells.items():
         curves[task_set].append((f"{model} / {strategy}", turn_budget_curve(episodes, horizons[task_set])))
     return curves
+
+
+CUT_NOTE = ("incomplete, not failures: left out of every rate, mean and curve below, and counted per cell under "
+            "\"cut by budget\"; run the sweep again with a larger budget to complete them")
 
 
 def pct(share: float | None) -> str:
@@ -78,6 +88,11 @@ def cost_text(summary: CellSummary) -> str:
     return f"{total} + {summary.unpriced_episodes} unpriced" if summary.unpriced_episodes else total
 
 
+def cut_text(count: int) -> str:
+    """" (k cut by budget)" after an episode count, or nothing when none was cut."""
+    return f" ({count} cut by budget)" if count else ""
+
+
 def plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
@@ -94,14 +109,14 @@ def paper_cell(summary: CellSummary | None) -> str:
 
 
 CELL_COLUMNS = ("model", "strategy", "task set", "episodes", "success", "95% CI", "mean reward", "mean turns",
-                "tokens", "tokens/episode", "cost", "model fail", "task fail", "infra fail")
+                "tokens", "tokens/episode", "cost", "model fail", "task fail", "infra fail", "cut by budget")
 
 
 def cell_row(s: CellSummary) -> list[str]:
     """One row of the per-cell table, in CELL_COLUMNS order."""
     return [s.model, s.strategy, s.task_set, str(s.episodes), f"{pct(s.success_rate)} ({s.successes})",
             ci_text(s), num(s.mean_reward), num(s.mean_turns, 1), f"{s.total_tokens:,}", num(s.mean_tokens, 0),
-            cost_text(s), str(s.failures["model"]), str(s.failures["task"]), str(s.failures["infra"])]
+            cost_text(s), str(s.failures["model"]), str(s.failures["task"]), str(s.failures["infra"]), str(s.cut)]
 
 
 RUN_COLUMNS = ("run", "started", "finished", "status", "git sha", "sweep file sha256", "host")

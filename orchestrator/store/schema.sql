@@ -27,7 +27,9 @@ CREATE TABLE IF NOT EXISTS runs (
 
 -- One row per finished episode; committed when the episode ends. An episode's identity is
 -- (sweep, model, strategy, task_set, task_id, epoch): a resume skips identities already here,
--- except infra_error rows, which it runs again (and replaces).
+-- except infra_error and budget_exhausted rows, which it runs again; such a row stays until the
+-- new record replaces it. A budget_exhausted episode is incomplete: reports leave it out of rates
+-- and means and count it apart.
 CREATE TABLE IF NOT EXISTS episodes (
     id                INTEGER PRIMARY KEY,
     run_id            INTEGER NOT NULL REFERENCES runs(id),

@@ -74,8 +74,10 @@ class Store:
         await self._call(self._finish_run, run_id, status)
 
     async def finished_keys(self) -> dict[EpisodeKey, bool]:
-        """Stored episodes a resume must not run again (infra failures are run again), with
-        whether each succeeded."""
+        """Stored episodes a resume must not run again, with whether each succeeded. Infra failures
+        and episodes cut short by the budget are left out: a resume runs them again, and each stays
+        stored until its new record replaces it (`add_episode`), so a resume whose budget runs out
+        first loses nothing."""
         return await self._call(self._finished_keys)
 
     async def add_episode(self, run_id: int, sweep: str, record: EpisodeRecord) -> None:
@@ -142,7 +144,7 @@ class Store:
     def _finished_keys(self) -> dict[EpisodeKey, bool]:
         assert self._db is not None
         rows = self._db.execute("SELECT model, strategy, task_set, task_id, epoch, success FROM episodes "
-                                "WHERE status != 'infra_error'")
+                                "WHERE status NOT IN ('infra_error', 'budget_exhausted')")
         return {EpisodeKey(*row[:5]): bool(row[5]) for row in rows}
 
     def _add_episode(self, run_id: int, sweep: str, r: EpisodeRecord) -> None:
@@ -150,7 +152,7 @@ class Store:
         db = self._db
         with self._transaction():
             db.execute("DELETE FROM episodes WHERE sweep=? AND model=? AND strategy=? AND task_set=? AND task_id=? "
-                       "AND epoch=?", (sweep, *r.key))  # a stored infra failure, run again
+                       "AND epoch=?", (sweep, *r.key))  # a stored infra failure or cut episode, run again
             cursor = db.execute(
                 "INSERT INTO episodes (run_id, sweep, model, strategy, task_set, task_id, epoch, env, dataset, "
                 "task_index, query, gold, status, failure_class, error, reward, success, n_turns, max_turns, "
