@@ -71,7 +71,10 @@ def load_tasks(name: str, data_dir: Path | None = None) -> list[Task]:
             extra = f" ({info.note})" if info.note else ""
             raise DataDirError(f"{path} is missing{extra}: {HOW_TO_FIX}")
     records = json.loads(path.read_text())
-    return [_task(info, index, record, data_dir) for index, record in enumerate(records)]
+    # A starter set's files are in its own image, never in the data dir (which may be set for
+    # other sets of the same sweep): its tasks are checked without it.
+    assets = None if info.starter else data_dir
+    return [_task(info, index, record, assets) for index, record in enumerate(records)]
 
 
 def _task(info: DatasetInfo, index: int, record: dict[str, Any], data_dir: Path | None) -> Task:
