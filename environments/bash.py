@@ -93,6 +93,8 @@ class BashEnv(Environment):
             argv = split_action(self.shell(self.task), action)
         except ValueError:
             return "Malformed command", False
+        if any("\0" in arg for arg in argv):  # no process can take it as an argument
+            return "Malformed command", False
         result = await self.sandbox.exec(argv, cwd="/" if is_cd else self.workdir, timeout=ACTION_TIMEOUT)
         if result.timed_out:
             return "Command timed out", False

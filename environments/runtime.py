@@ -4,6 +4,10 @@ and services started on first use (the SQL server). One Runtime per sweep or com
     async with Runtime.open(data_dir=path) as runtime:
         async with make_environment("bash", runtime) as env:
             ...
+
+With `engine_wait`, the runtime watches the engine (orchestrator.engine_watch): when it goes away,
+the pool is suspended; when it is back, `recover` forgets every container and every service (the
+SQL server died with the engine), and they are made again on first use.
 """
 
 from __future__ import annotations
@@ -15,11 +19,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import aiodocker
+import structlog
 
 from environments.gold import GoldCache
-from orchestrator.engine import engine
+from orchestrator.engine import engine, engine_call, engine_host
+from orchestrator.engine_watch import EngineWatch
 from orchestrator.pool import ActionLimits, Hardening, ImagePoolConfig, Pool
 
+log = structlog.get_logger(__name__)
+SERVICE_CLOSE_TIMEOUT = 10.0  # seconds for closing a service whose container died with the engine
 RewardMode = Literal["original", "strict"]
 
 # Images whose containers serve many episodes at once and need the host to reach them.
@@ -41,18 +49,22 @@ class Runtime:
         self.data_dir = data_dir
         self.reward_mode: RewardMode = reward_mode
         self.gold = gold or GoldCache()
-        self._services: dict[str, Any] = {}
+        self.watch: EngineWatch | None = None
+        self._services: dict[str, tuple[Any, AsyncExitStack]] = {}
         self._service_locks: dict[str, asyncio.Lock] = {}
         self._digests: dict[str, str] = {}
+        self._workdirs: dict[str, str] = {}
         self._stack = AsyncExitStack()
 
     @classmethod
     @asynccontextmanager
     async def open(cls, *, data_dir: Path | None = None, reward_mode: RewardMode = "original",
                    images: dict[str, ImagePoolConfig] | None = None, limits: ActionLimits | None = None,
-                   run_id: str | None = None, gold_dir: Path | None = None) -> AsyncIterator[Runtime]:
+                   run_id: str | None = None, gold_dir: Path | None = None,
+                   engine_wait: float | None = None) -> AsyncIterator[Runtime]:
         """`gold_dir` keeps gold results across runs (keyed by image digest, so a rebuilt image
-        recomputes them)."""
+        recomputes them). `engine_wait`: seconds to wait for an engine that went away (None: no
+        watching; an engine error is then only the episode's)."""
         configs = dict(images or {})
 
         def config_for(image: str) -> ImagePoolConfig:
@@ -62,26 +74,67 @@ class Runtime:
             async with Pool(docker, {}, run_id=run_id, limits=limits, default_config=config_for) as pool:
                 runtime = cls(docker, pool, data_dir=data_dir, reward_mode=reward_mode, gold=GoldCache(gold_dir))
                 async with runtime._stack:
+                    if engine_wait is not None:
+                        runtime.watch = await runtime._stack.enter_async_context(EngineWatch(
+                            docker, engine_host(), limit=engine_wait, on_lost=pool.suspend, on_back=runtime.recover))
                     yield runtime
+
+    @property
+    def generation(self) -> int:
+        """How many times the engine came back; an episode that began in an earlier generation
+        lost its containers with the engine."""
+        return self.watch.generation if self.watch is not None else 0
+
+    async def engine_lost_since(self, generation: int) -> bool:
+        """After an infra error: whether the engine went away since `generation` (waiting for it
+        to come back first, if it is away now). EngineUnavailable once it stays away too long."""
+        return self.watch is not None and await self.watch.lost_since(generation)
+
+    async def recover(self) -> None:
+        """The engine is back: forget the services (their containers died) and the containers."""
+        services, self._services = list(self._services.values()), {}
+        for _, stack in services:
+            try:
+                async with asyncio.timeout(SERVICE_CLOSE_TIMEOUT):
+                    await stack.aclose()
+            except Exception as exc:  # noqa: BLE001 — a dead service's own close fails: nothing is left to save
+                log.info("service_close_failed", error=repr(exc))
+        await self.pool.recover()
+
+    async def _inspect(self, image: str) -> dict[str, Any]:
+        with engine_call(f"inspect image {image}", image=image):
+            return await self.docker.images.inspect(image)
 
     async def image_digest(self, image: str) -> str:
         """The image's id: gold results are cached per image, since an image change can change them."""
         if image not in self._digests:
-            self._digests[image] = (await self.docker.images.inspect(image))["Id"]
+            self._digests[image] = (await self._inspect(image))["Id"]
         return self._digests[image]
 
     async def image_workdir(self, image: str) -> str:
         """The image's WORKDIR: where the original's un-cd'ed commands (gold, git status) ran."""
-        key = f"workdir:{image}"
-        if key not in self._digests:
-            config = (await self.docker.images.inspect(image)).get("Config") or {}
-            self._digests[key] = config.get("WorkingDir") or "/"
-        return self._digests[key]
+        if image not in self._workdirs:
+            config = (await self._inspect(image)).get("Config") or {}
+            self._workdirs[image] = config.get("WorkingDir") or "/"
+        return self._workdirs[image]
 
     async def service(self, name: str, start: Callable[[AsyncExitStack], Awaitable[Any]]) -> Any:
-        """A shared service (like the SQL server), started once on first use and stopped with the runtime."""
+        """A shared service (like the SQL server), started once on first use and stopped with the
+        runtime, or when the engine comes back after going away (then started again on next use)."""
         lock = self._service_locks.setdefault(name, asyncio.Lock())
         async with lock:
             if name not in self._services:
-                self._services[name] = await start(self._stack)
-            return self._services[name]
+                stack = AsyncExitStack()
+                try:
+                    value = await start(stack)
+                except BaseException:
+                    await stack.aclose()
+                    raise
+                self._services[name] = (value, stack)
+                self._stack.push_async_callback(self._stop_service, name, stack)
+            return self._services[name][0]
+
+    async def _stop_service(self, name: str, stack: AsyncExitStack) -> None:
+        if self._services.get(name, (None, None))[1] is stack:
+            del self._services[name]
+            await stack.aclose()

@@ -26,6 +26,7 @@ import aiomysql
 import pymysql
 from pydantic import BaseModel, ConfigDict, Field
 
+from orchestrator.engine import engine_call
 from orchestrator.errors import SandboxError
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ READER = "icreader"
 SYSTEM_SCHEMAS = ("mysql", "information_schema", "performance_schema", "sys")
 MULTI_STATEMENTS = "Use multi=True when executing multiple statements"  # mysql.connector's wording
 GRACE = 5.0  # seconds past the statement timeout before the client gives up on the server
-LOST = (2006, 2013, 2055)
+LOST = (2003, 2006, 2013, 2055)  # can't connect, gone away, lost during a query, lost reading
 NO_SUCH_THREAD = 1094  # server gone, lost connection: the session must be opened again
 
 
@@ -167,23 +168,36 @@ class SqlServer:
                 await cursor.execute(f"SET SESSION max_statement_time = {self.settings.statement_timeout:g}")
                 if db:
                     await cursor.execute(f"USE `{db}`")
+        except (pymysql.err.MySQLError, OSError) as exc:
+            connection.close()
+            if isinstance(exc, pymysql.err.MySQLError) and not _lost(exc):
+                raise  # a real answer of the server (an unknown database): the caller's to report
+            raise SqlServerError(f"the SQL server at {self.host} stopped answering: {exc}",
+                                 container_id=self.container_id, image=self.image) from exc
         except BaseException:
             connection.close()
             raise
         return connection
 
     async def read(self, db: str, query: str) -> Outcome:
-        """Run `query` in `db` on a pooled reader connection that no agent ever used."""
+        """Run `query` in `db` on a pooled reader connection that no agent ever used. A server
+        that stopped answering is a SqlServerError (infrastructure), not the gold's outcome."""
         assert self._gold is not None
-        async with self._gold.acquire() as connection:
-            try:
-                async with asyncio.timeout(self.settings.statement_timeout + GRACE):
-                    async with connection.cursor() as cursor:
-                        await cursor.execute(f"USE `{db}`")
-                    return await run_query(connection, query, self.settings.max_rows)
-            except BaseException:
-                connection.close()  # mid-result or timed out: the pool must not hand it out again
+        try:
+            async with self._gold.acquire() as connection:
+                try:
+                    async with asyncio.timeout(self.settings.statement_timeout + GRACE):
+                        async with connection.cursor() as cursor:
+                            await cursor.execute(f"USE `{db}`")
+                        return await run_query(connection, query, self.settings.max_rows)
+                except BaseException:
+                    connection.close()  # mid-result or timed out: the pool must not hand it out again
+                    raise
+        except (pymysql.err.MySQLError, OSError) as exc:
+            if isinstance(exc, pymysql.err.MySQLError) and not _lost(exc):
                 raise
+            raise SqlServerError(f"the SQL server at {self.host} stopped answering: {exc}",
+                                 container_id=self.container_id, image=self.image) from exc
 
     async def kill(self, thread_id: int) -> None:
         """End a session whose query outran the statement timeout (the agent may have raised it)."""
@@ -234,7 +248,8 @@ async def start_server(runtime: Runtime, image: str, stack: AsyncExitStack, sett
 
 
 async def _address(docker: aiodocker.Docker, sandbox: Sandbox) -> str:
-    info = await docker.containers.container(sandbox.container_id).show()
+    with engine_call("inspect the SQL container", container_id=sandbox.container_id, image=sandbox.image):
+        info = await docker.containers.container(sandbox.container_id).show()
     networks = (info.get("NetworkSettings") or {}).get("Networks") or {}
     for network in networks.values():
         if network.get("IPAddress"):

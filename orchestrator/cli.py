@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         except (KeyboardInterrupt, asyncio.CancelledError):
-            print("interrupted: containers removed, results written so far are kept", file=sys.stderr)
+            print("interrupted: results written so far are kept; the same command continues", file=sys.stderr)
             return 130
 
 

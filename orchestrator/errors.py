@@ -25,7 +25,7 @@ class DataDirError(UserError):
 
 
 class EngineUnavailable(UserError):
-    """No Docker engine answers."""
+    """No Docker engine answers (at start), or it stopped answering for longer than a sweep waits."""
 
 
 class ImageError(UserError):
@@ -48,3 +48,8 @@ class DriverLost(SandboxError):
 
 class ContainerDied(SandboxError):
     """The container stopped while it was in use."""
+
+
+class EngineLost(SandboxError):
+    """The connection to the Docker engine failed mid-run (a restart, a crash, a closed stream):
+    infrastructure, never the task's fault. The run waits for the engine and re-runs the episode."""

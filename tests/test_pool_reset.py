@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from orchestrator.pool import ImagePoolConfig, Sandbox
@@ -58,7 +60,12 @@ async def test_changes_of_one_lease_are_gone_in_the_next(make_pool, fs1_image):
             assert result.exit_code == 0 and "done" in result.output, result.output
             dirty_files, dirty_procs = await snapshot(first)
             assert dirty_files != pristine_files
-            assert "sleep 1000" in dirty_procs and "sleep 999" in dirty_procs
+            for _ in range(50):  # a background job may not have exec'd its command yet on a busy machine
+                if "sleep 1000" in dirty_procs and "sleep 999" in dirty_procs:
+                    break
+                await asyncio.sleep(0.1)
+                _, dirty_procs = await snapshot(first)
+            assert "sleep 1000" in dirty_procs and "sleep 999" in dirty_procs, dirty_procs
             container = first.container_id
         async with pool.lease(fs1_image) as second:
             assert second.container_id == container, "max_size=1: the same container, reset"
@@ -79,3 +86,17 @@ async def test_system_change_recreates_the_container(make_pool, fs1_image):
             assert second.container_id != container
             check = await second.run("test -e /usr/local/bin/evil || echo clean")
             assert check.output.strip() == "clean"
+
+
+async def test_a_reset_that_fails_unexpectedly_retires_its_container(make_pool, fs1_image):
+    """Any error of the background reset (here the upper-dir walk's OSError) retires the container
+    and the pool grows again, instead of keeping it `resetting` for good."""
+    async with make_pool({fs1_image: ImagePoolConfig(min_idle=0, max_size=1)}) as pool:
+        async with pool.lease(fs1_image) as first:
+            container = first.container_id
+            member = pool._pools[fs1_image].members[container]  # noqa: SLF001 — the pool's own record
+            member.upper_dir = "/nonexistent/upper"  # the walk after the reset raises FileNotFoundError
+        async with asyncio.timeout(60):
+            async with pool.lease(fs1_image) as second:
+                assert second.container_id != container
+                assert (await second.run("echo ok")).output.strip() == "ok"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import os
 import time
@@ -11,8 +12,10 @@ import uuid
 import aiodocker
 import structlog
 
-from orchestrator.errors import ContainerDied, ImageError, SandboxError
+from orchestrator.engine import TRANSPORT_ERRORS, engine_call
+from orchestrator.errors import ContainerDied, EngineLost, ImageError, SandboxError
 from orchestrator.pool.config import Hardening
+from orchestrator.pool.disk import DiskCaps
 from orchestrator.pool.driver import DriverClient
 from orchestrator.pool.ownership import remove_quietly
 
@@ -88,21 +91,29 @@ class PooledContainer:
         """
         if self.upper_dir is not None:
             return await asyncio.to_thread(_walk_upper, self.upper_dir, prune)
-        changes = await self.docker._query_json(f"containers/{self.id}/changes")  # noqa: SLF001 — no public API
+        with engine_call("diff the container", container_id=self.id, image=self.image):
+            changes = await self.docker._query_json(f"containers/{self.id}/changes")  # noqa: SLF001 — no public API
         return {change["Path"] for change in changes or []}
 
     async def locate_upper_dir(self) -> None:
-        info = await self.container.show()
+        with engine_call("inspect the container", container_id=self.id, image=self.image):
+            info = await self.container.show()
         driver = info.get("GraphDriver") or {}
         upper = (driver.get("Data") or {}).get("UpperDir") if driver.get("Name") == "overlay2" else None
         self.upper_dir = upper if upper and os.access(upper, os.R_OK | os.X_OK) else None
 
     async def remove(self) -> None:
         """Close the driver and force-remove the container. Safe to call twice, or from several
-        tasks at once: they all wait for the one removal, which a cancellation does not stop."""
+        tasks at once: they all wait for the one removal, which a cancellation does not stop.
+        A removal that failed (SandboxError: the engine is away) is tried afresh by the next call."""
         if self._removal is None:
             self._removal = asyncio.ensure_future(self._remove())
+            self._removal.add_done_callback(self._removal_done)
         await asyncio.shield(self._removal)
+
+    def _removal_done(self, removal: asyncio.Future[None]) -> None:
+        if not removal.cancelled() and removal.exception() is not None:
+            self._removal = None
 
     async def _remove(self) -> None:
         if self.state is State.REMOVED:
@@ -115,7 +126,7 @@ class PooledContainer:
         self.move_to(State.REMOVED)
 
 
-def container_config(image: str, hardening: Hardening, labels: dict[str, str]) -> dict:
+def container_config(image: str, hardening: Hardening, labels: dict[str, str], disk: DiskCaps | None = None) -> dict:
     """The engine's create body: the image's own CMD, docker-init as PID 1, and confinement."""
     host_config = {
         "Init": True,
@@ -135,29 +146,41 @@ def container_config(image: str, hardening: Hardening, labels: dict[str, str]) -
         # wait out their retries, often past the action timeout. Pointing them at an address where
         # nothing listens makes them fail at once, as they would on an offline machine.
         host_config["Dns"] = ["127.0.0.1"]
+    storage_opt = disk.storage_opt(hardening.disk_mb) if disk is not None else None
+    if storage_opt:
+        host_config["StorageOpt"] = storage_opt
     return {"Image": image, "Hostname": hardening.hostname, "Labels": labels, "HostConfig": host_config,
             "AttachStdin": False, "AttachStdout": False, "AttachStderr": False, "Tty": False}
 
 
 async def create_container(docker: aiodocker.Docker, image: str, hardening: Hardening,
-                           labels: dict[str, str]) -> PooledContainer:
-    """Create, start and connect the driver. On any failure the container is removed again."""
+                           labels: dict[str, str], disk: DiskCaps | None = None) -> PooledContainer:
+    """Create, cap its disk, start and connect the driver. On any failure the container is
+    removed again."""
     name = f"intercode-{image.split('/')[-1].replace(':', '-')}-{uuid.uuid4().hex[:10]}"
     try:
-        raw = await docker.containers.create(container_config(image, hardening, labels), name=name)
+        raw = await docker.containers.create(container_config(image, hardening, labels, disk), name=name)
     except aiodocker.DockerError as exc:
         if exc.status == 404:
             raise ImageError(f"image {image} is not built: run `python -m orchestrator images build`") from exc
         raise SandboxError(f"could not create a container: {exc.message}", image=image) from exc
+    except TRANSPORT_ERRORS as exc:
+        raise EngineLost(f"could not create a container: lost the Docker engine ({exc!r})", image=image) from exc
     pooled = PooledContainer(docker, image, raw)
     try:
-        await raw.start()
+        with engine_call("start the container", container_id=raw.id, image=image):
+            if disk is not None:
+                await disk.cap(raw, hardening.disk_mb)
+            await raw.start()
         pooled.driver = await DriverClient.start(raw)
         await pooled.locate_upper_dir()
+        if disk is not None:
+            await disk.verify(pooled.upper_dir, raw.id)
         pooled.initial_changes = frozenset(await pooled.changed_paths())
     except BaseException as exc:
         pooled.move_to(State.BROKEN, f"start failed: {exc!r}")
-        await asyncio.shield(pooled.remove())
+        with contextlib.suppress(SandboxError):  # the engine is away: the pool's close or next start reaps it
+            await asyncio.shield(pooled.remove())
         if isinstance(exc, aiodocker.DockerError):
             raise ContainerDied(f"container did not start: {exc.message}", container_id=raw.id, image=image) from exc
         raise

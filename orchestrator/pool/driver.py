@@ -18,7 +18,8 @@ import aiodocker
 from aiodocker.containers import DockerContainer
 from aiodocker.stream import Stream
 
-from orchestrator.errors import DriverLost, SandboxError
+from orchestrator.engine import TRANSPORT_ERRORS, describe, engine_call
+from orchestrator.errors import ContainerDied, DriverLost, SandboxError
 
 DRIVER_ARGV = ["python3", "-B", "/usr/lib/intercode/icdriver.py"]
 HEADER = struct.Struct(">I")
@@ -85,14 +86,18 @@ class DriverClient:
     @classmethod
     async def start(cls, container: DockerContainer) -> DriverClient:
         try:
-            execution = await container.exec(DRIVER_ARGV, stdin=True, stdout=True, stderr=True, tty=False)
-            stream = execution.start(detach=False)
-            await stream._init()  # noqa: SLF001 — opening the upgraded connection is the readiness check
-        except aiodocker.DockerError as exc:
-            raise SandboxError(f"could not start the driver: {exc.message}", container_id=container.id) from exc
+            with engine_call("start the driver", container_id=container.id):
+                execution = await container.exec(DRIVER_ARGV, stdin=True, stdout=True, stderr=True, tty=False)
+                stream = execution.start(detach=False)
+                await stream._init()  # noqa: SLF001 — opening the upgraded connection is the readiness check
+        except aiodocker.DockerError as exc:  # 4xx: the container is gone or not running
+            raise ContainerDied(f"could not start the driver: {exc.message}", container_id=container.id) from exc
         client = cls(container, stream, pid=0)
         try:
             hello = await asyncio.wait_for(client._read_frame(), HELLO_TIMEOUT)
+        except TRANSPORT_ERRORS as exc:
+            await client.close()
+            raise DriverLost(f"the driver did not say hello: {describe(exc)}", container_id=container.id) from exc
         except BaseException:
             await client.close()
             raise
@@ -114,9 +119,9 @@ class DriverClient:
             except asyncio.CancelledError:
                 self._closed = True  # the answer would arrive out of turn: this stream is spent
                 raise
-            except (TimeoutError, ConnectionError, RuntimeError) as exc:
+            except TRANSPORT_ERRORS as exc:  # a timeout, or the stream failed (the engine went away)
                 self._closed = True
-                raise DriverLost(f"driver did not answer {op!r}: {exc or type(exc).__name__}",
+                raise DriverLost(f"driver did not answer {op!r}: {describe(exc)}",
                                  container_id=self.container_id) from exc
         if reply.get("id") != rid:
             self._closed = True
@@ -164,8 +169,12 @@ class DriverClient:
                 self._buf += message.data
 
     async def close(self) -> None:
+        """Close the stream; one whose connection is already gone closes quietly."""
         self._closed = True
-        await self._stream.close()
+        try:
+            await self._stream.close()
+        except TRANSPORT_ERRORS:
+            pass  # nothing is left to close
 
 
 def _result(reply: dict[str, Any]) -> ExecResult:

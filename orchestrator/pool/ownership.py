@@ -15,6 +15,9 @@ from pathlib import Path
 import aiodocker
 import structlog
 
+from orchestrator.engine import engine_call
+from orchestrator.errors import SandboxError
+
 log = structlog.get_logger(__name__)
 
 MANAGED = "intercode.managed"
@@ -59,7 +62,8 @@ def labels_for(owner: Owner, run_id: str, image: str) -> dict[str, str]:
 
 async def reap_orphans(docker: aiodocker.Docker) -> int:
     """Remove every managed container whose owner process no longer exists. Returns the count."""
-    found = await docker.containers.list(all=True, filters={"label": [MANAGED]})
+    with engine_call("list the pool containers"):
+        found = await docker.containers.list(all=True, filters={"label": [MANAGED]})
     reaped = 0
     for container in found:
         owner = Owner.parse(container["Labels"].get(OWNER, ""))
@@ -73,12 +77,14 @@ async def reap_orphans(docker: aiodocker.Docker) -> int:
 
 
 async def remove_quietly(docker: aiodocker.Docker, container_id: str) -> None:
-    """Force-remove; a container that is already gone is not an error."""
+    """Force-remove; a container that is already gone is not an error. SandboxError (EngineLost
+    when the engine does not answer) when it could not be removed."""
     try:
-        await docker.containers.container(container_id).delete(force=True, v=True)
+        with engine_call("remove the container", container_id=container_id):
+            await docker.containers.container(container_id).delete(force=True, v=True)
     except aiodocker.DockerError as exc:
         if exc.status not in (404, 409):  # 409: removal already in progress
-            raise
+            raise SandboxError(f"could not remove the container: {exc.message}", container_id=container_id) from exc
 
 
 def _boot_id() -> str:

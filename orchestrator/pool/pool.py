@@ -6,16 +6,21 @@
 
 A lease takes an idle container without awaiting anything when one is there. When the lease ends,
 the container is reset in the background and handed to the next waiter (first come, first
-served) or put back as idle. On start the pool reaps containers of dead owners; on exit it removes
-every container it made, also on an exception or cancellation (Ctrl-C, SIGTERM).
+served) or put back as idle (orchestrator/pool/image_pool.py). On start the pool reaps containers
+of dead owners; on exit it removes every container it made, also on an exception or cancellation
+(Ctrl-C, SIGTERM), and only those: its run label is its own.
+
+When the engine goes away (see orchestrator.engine_watch), `suspend` fails the waiting leases and
+stops creating; `recover`, once the engine is back, forgets every container (they died with the
+engine, or their drivers' streams did) and removes what is left of them. A container the pool
+could not remove keeps its label, so the next recovery or the close finds it again; if the engine
+never answers again, the next start on this host reaps it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
-from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
@@ -23,222 +28,17 @@ import aiodocker
 import structlog
 
 from orchestrator.concurrency import BackgroundTasks
-from orchestrator.errors import ImageError, OrchestratorError, SandboxError
+from orchestrator.engine import engine_call
+from orchestrator.errors import EngineLost, ImageError, SandboxError
 from orchestrator.pool.config import ActionLimits, ImagePoolConfig
-from orchestrator.pool.container import PooledContainer, State, create_container
 from orchestrator.pool.cpu import CpuGauge
+from orchestrator.pool.disk import DiskCaps
+from orchestrator.pool.disk import probe as probe_disk
+from orchestrator.pool.image_pool import ImagePool, PoolClosed
 from orchestrator.pool.ownership import RUN, Owner, labels_for, reap_orphans, remove_quietly
 from orchestrator.pool.sandbox import Sandbox
 
 log = structlog.get_logger(__name__)
-
-
-class PoolClosed(OrchestratorError):
-    pass
-
-
-class ImagePool:
-    """The containers of one image. Only the owning Pool calls into it."""
-
-    def __init__(self, docker: aiodocker.Docker, image: str, config: ImagePoolConfig, labels: dict[str, str],
-                 tasks: BackgroundTasks, cpu: CpuGauge | None = None) -> None:
-        self.docker, self.image, self.config, self.labels = docker, image, config, labels
-        self.tasks = tasks
-        self.cpu = cpu
-        self.members: dict[str, PooledContainer] = {}
-        self.idle: deque[PooledContainer] = deque()
-        self.waiters: deque[asyncio.Future[PooledContainer]] = deque()
-        self.creating = 0
-        self.closed = False
-        self.idle_added = asyncio.Event()
-
-    @property
-    def size(self) -> int:
-        return len(self.members) + self.creating
-
-    @property
-    def capacity(self) -> int:
-        """Containers that serve, or soon will: leased, idle, being reset or being created."""
-        serving = (State.IDLE, State.LEASED, State.RESETTING)
-        return self.creating + sum(1 for m in self.members.values() if m.state in serving)
-
-    def counts(self) -> dict[str, int]:
-        by_state = {state.value: 0 for state in State if state is not State.REMOVED}
-        for member in self.members.values():
-            by_state[member.state.value] += 1
-        by_state["warming"] += self.creating
-        return by_state
-
-    # ------------------------------------------------------------------ acquiring
-
-    async def acquire(self) -> PooledContainer:
-        if self.closed:
-            raise PoolClosed("the pool is closed")
-        while self.idle:  # fast path: no await at all
-            member = self.idle.popleft()
-            if member.state is State.IDLE:
-                member.move_to(State.LEASED)
-                return member
-        waiter: asyncio.Future[PooledContainer] = asyncio.get_running_loop().create_future()
-        self.waiters.append(waiter)
-        self.grow()
-        try:
-            return await waiter
-        except asyncio.CancelledError:
-            if waiter.done() and not waiter.cancelled() and waiter.exception() is None:
-                self.release(waiter.result())  # handed over just as we were cancelled
-            else:
-                self._forget(waiter)
-            raise
-
-    def _forget(self, waiter: asyncio.Future[PooledContainer]) -> None:
-        try:
-            self.waiters.remove(waiter)
-        except ValueError:
-            pass
-
-    def grow(self) -> None:
-        """Start creating containers for the waiters and the idle minimum, within max_size."""
-        live_waiters = sum(1 for w in self.waiters if not w.done())
-        # A container being reset is idle again in milliseconds, a new one takes hundreds: count
-        # resets as on their way (a failed reset retires its container, which grows the pool again).
-        resetting = sum(1 for m in self.members.values() if m.state is State.RESETTING)
-        if live_waiters and self._wait_instead():
-            # Every lease ends, and each end hands its container to the oldest waiter; the
-            # pool's CPU sampler calls grow() again once the CPUs have room.
-            live_waiters = 0
-        wanted = live_waiters + max(self.config.min_idle - len(self.idle), 0) - self.creating - resetting
-        while wanted > 0 and self.size < self.config.max_size and not self.closed:
-            self.creating += 1
-            wanted -= 1
-            self.tasks.spawn(self._create(), name=f"create {self.image}")
-
-    def _wait_instead(self) -> bool:
-        """Saturated CPUs and 2 or more containers serving: another one costs CPU (about 0.4 s to
-        create) and adds no throughput, so a waiter is better off with the next one to come back."""
-        return (self.config.wait_when_cpu_busy and self.cpu is not None and self.capacity >= 2
-                and self.cpu.saturated())
-
-    async def _create(self) -> None:
-        try:
-            member = await create_container(self.docker, self.image, self.config.hardening, self.labels)
-        except Exception as exc:
-            self.creating -= 1
-            log.warning("pool.create_failed", image=self.image, error=str(exc))
-            self._fail_one_waiter(exc)
-            return
-        self.creating -= 1
-        self.members[member.id] = member
-        if self.closed:
-            await self._retire(member, "pool closed")
-            return
-        self._offer(member)
-
-    def _fail_one_waiter(self, exc: Exception) -> None:
-        while self.waiters:
-            waiter = self.waiters.popleft()
-            if not waiter.done():
-                waiter.set_exception(exc)
-                return
-
-    def _offer(self, member: PooledContainer) -> None:
-        """Hand a ready container to the oldest waiter, or keep it idle."""
-        while self.waiters:
-            waiter = self.waiters.popleft()
-            if not waiter.done():
-                member.move_to(State.LEASED)
-                waiter.set_result(member)
-                return
-        member.move_to(State.IDLE)
-        self.idle.append(member)
-        self.idle_added.set()
-
-    # ------------------------------------------------------------------ releasing
-
-    def release(self, member: PooledContainer, broken_reason: str | None = None) -> None:
-        """Synchronous on purpose: it can't be interrupted half-way by a cancellation."""
-        if member.state is State.REMOVED:
-            return
-        if broken_reason is not None or member.driver is None or member.driver.closed:
-            if member.state is not State.BROKEN:
-                member.move_to(State.BROKEN, broken_reason or "driver lost")
-            self.tasks.spawn(self._retire(member, member.broken_reason), name=f"retire {member.id[:12]}")
-            return
-        member.move_to(State.RESETTING)
-        self.tasks.spawn(self._reset(member), name=f"reset {member.id[:12]}")
-
-    async def _reset(self, member: PooledContainer) -> None:
-        try:
-            if self.config.reset:
-                assert member.driver is not None
-                await member.driver.request("reset", wait=120.0)
-            if self.config.check_changes:
-                await self._check_changes(member)
-        except (SandboxError, aiodocker.DockerError, ChangedSystem) as exc:
-            member.move_to(State.BROKEN, f"reset failed: {exc}")
-            await self._retire(member, member.broken_reason)
-            return
-        if member.uses >= self.config.max_uses:
-            member.move_to(State.BROKEN, "reached max_uses")
-            await self._retire(member, "reached max_uses")
-            return
-        if self.closed:
-            member.move_to(State.BROKEN, "pool closed")
-            await self._retire(member, "pool closed")
-            return
-        self._offer(member)
-
-    async def _check_changes(self, member: PooledContainer) -> None:
-        """Files the reset can't restore (outside its roots) changed: the container is tainted."""
-        assert member.driver is not None
-        roots = member.driver.roots
-        changed = await member.changed_paths(prune=tuple(roots)) - member.initial_changes
-        tainted = sorted(path for path in changed if not _restorable(path, roots))
-        if tainted:
-            raise ChangedSystem(f"{len(tainted)} system paths changed, e.g. {tainted[0]}")
-
-    async def _retire(self, member: PooledContainer, reason: str | None) -> None:
-        # It stays a member until removed: a pool closing meanwhile (which cancels this task)
-        # finds it there and waits for this same removal.
-        await member.remove()
-        self.members.pop(member.id, None)
-        log.debug("pool.retired", image=self.image, container=member.id[:12], reason=reason)
-        self.grow()
-
-    # ------------------------------------------------------------------ health
-
-    async def check_health(self) -> None:
-        """Ping idle containers that were not used for a while; retire those that don't answer."""
-        now = time.monotonic()
-        for member in list(self.idle):
-            if now - member.last_checked < self.config.health_interval or member.state is not State.IDLE:
-                continue
-            try:
-                await member.ping()
-                member.last_checked = time.monotonic()
-            except SandboxError as exc:
-                if member.state is State.IDLE:
-                    self.idle.remove(member)
-                    member.move_to(State.BROKEN, f"health check failed: {exc}")
-                    await self._retire(member, member.broken_reason)
-
-    async def close(self) -> None:
-        self.closed = True
-        while self.waiters:
-            waiter = self.waiters.popleft()
-            if not waiter.done():
-                waiter.set_exception(PoolClosed("the pool closed while waiting for a container"))
-        self.idle.clear()
-        await asyncio.gather(*(m.remove() for m in list(self.members.values())), return_exceptions=True)
-        self.members.clear()
-
-
-class ChangedSystem(Exception):
-    pass
-
-
-def _restorable(path: str, roots: list[str]) -> bool:
-    return path == "/" or any(path == r or path.startswith(r + "/") for r in roots)
 
 
 class Pool:
@@ -257,10 +57,16 @@ class Pool:
         self._pools: dict[str, ImagePool] = {}
         self._health: asyncio.Task[None] | None = None
         self._closing: asyncio.Task[None] | None = None
+        self._suspended: str | None = None
+        self.disk: DiskCaps | None = None  # found on entry: how this engine caps a container's disk
         self.cpu = cpu or CpuGauge()
 
     async def __aenter__(self) -> Pool:
         await reap_orphans(self.docker)
+        self.disk = await probe_disk(self.docker)
+        if self.disk.mode == "none":
+            log.warning("pool.disk_not_capped", reason=self.disk.reason,
+                        hint="an agent can fill the host's disk; see the README's disk cap section")
         for image in self._configs:
             await self._check_image(image)
             self._pool_for(image).grow()
@@ -273,7 +79,8 @@ class Pool:
 
     async def _check_image(self, image: str) -> None:
         try:
-            await self.docker.images.inspect(image)
+            with engine_call(f"inspect image {image}", image=image):
+                await self.docker.images.inspect(image)
         except aiodocker.DockerError as exc:
             if exc.status == 404:
                 raise ImageError(f"image {image} is not built: run `python -m orchestrator images build`") from exc
@@ -284,7 +91,10 @@ class Pool:
         if pool is None:
             config = self._configs.setdefault(image, self.default_config(image))
             pool = self._pools[image] = ImagePool(self.docker, image, config,
-                                                  labels_for(self.owner, self.run_id, image), self.tasks, self.cpu)
+                                                  labels_for(self.owner, self.run_id, image), self.tasks, self.cpu,
+                                                  self.disk)
+            if self._suspended is not None:
+                pool.suspend(self._suspended)
         return pool
 
     @asynccontextmanager
@@ -292,6 +102,8 @@ class Pool:
         """Hold one container of `image` for the block. A SandboxError inside marks it broken."""
         if self._closing is not None:
             raise PoolClosed("the pool is closed")
+        if self._suspended is not None:
+            raise EngineLost(f"no container while the engine is away ({self._suspended})", image=image)
         pool = self._pool_for(image)
         member = await pool.acquire()
         sandbox = Sandbox(member, self.limits)
@@ -351,7 +163,25 @@ class Pool:
         while True:
             await asyncio.sleep(min((p.config.health_interval for p in self._pools.values()), default=30.0) / 2)
             for pool in list(self._pools.values()):
-                await pool.check_health()
+                if pool.suspended is None:
+                    await pool.check_health()
+
+    def suspend(self, reason: str) -> None:
+        """The engine went away: no new containers, waiting leases fail with EngineLost."""
+        self._suspended = reason
+        for pool in self._pools.values():
+            pool.suspend(reason)
+
+    async def recover(self) -> None:
+        """The engine is back: forget every container of this run and remove what is left of them
+        (and of those we could not remove before), then serve leases again. SandboxError when the
+        engine went away again meanwhile."""
+        await asyncio.gather(*(pool.forget() for pool in self._pools.values()))
+        removed = await self._remove_leftovers()  # before any new container carries the label
+        self._suspended = None
+        for pool in self._pools.values():
+            pool.resume()
+        log.info("pool.recovered", run=self.run_id, leftovers_removed=removed)
 
     async def aclose(self) -> None:
         """Remove every container of this run. Runs to the end even if cancelled again meanwhile."""
@@ -368,7 +198,27 @@ class Pool:
             pool.closed = True
         await self.tasks.aclose()
         await asyncio.gather(*(pool.close() for pool in self._pools.values()), return_exceptions=True)
-        # Containers whose creation was cancelled before we learnt their id carry our run label.
-        leftovers = await self.docker.containers.list(all=True, filters={"label": [f"{RUN}={self.run_id}"]})
-        await asyncio.gather(*(remove_quietly(self.docker, c.id) for c in leftovers), return_exceptions=True)
-        log.debug("pool.closed", run=self.run_id, leftovers=len(leftovers))
+        try:
+            removed = await self._remove_leftovers()
+        except SandboxError as exc:
+            lost = sum(len(pool.lost) for pool in self._pools.values())
+            log.warning("pool.containers_left", run=self.run_id, containers=lost or "unknown", error=str(exc),
+                        hint="the engine does not answer; the next start on this host removes them")
+            return
+        log.debug("pool.closed", run=self.run_id, leftovers=removed)
+
+    async def _remove_leftovers(self) -> int:
+        """Remove every container labelled with this run that the pool no longer holds: those
+        whose creation was cancelled before we learnt their id, and those we could not remove."""
+        with engine_call("list the run's containers"):
+            found = await self.docker.containers.list(all=True, filters={"label": [f"{RUN}={self.run_id}"]})
+        held = {member_id for pool in self._pools.values() for member_id in pool.members}
+        leftovers = [c.id for c in found if c.id not in held]
+        results = await asyncio.gather(*(remove_quietly(self.docker, cid) for cid in leftovers),
+                                       return_exceptions=True)
+        failed = [r for r in results if isinstance(r, BaseException)]
+        for pool in self._pools.values():
+            pool.lost.difference_update(leftovers)
+        if failed:  # still labelled: the next listing (a recovery, the close) or the next start finds them
+            log.warning("pool.remove_failed", containers=len(failed), error=str(failed[0]))
+        return len(leftovers) - len(failed)

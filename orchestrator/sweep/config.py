@@ -104,6 +104,16 @@ class TaskSetConfig(BaseModel):
         return self.name or self.dataset
 
 
+class PoolSettings(BaseModel):
+    """One image's containers: `"intercode/bash" = { max_size = 16, disk_mb = 2048 }` (a bare
+    number is `max_size`)."""
+
+    model_config = _STRICT
+
+    max_size: int | None = Field(None, ge=1, description="most containers of this image at once")
+    disk_mb: int | None = Field(None, ge=64, description="most a container's writable layer may hold (default 4096)")
+
+
 class Budget(BaseModel):
     model_config = _STRICT
 
@@ -124,9 +134,12 @@ class SweepConfig(BaseModel):
     concurrency: int = Field(16, ge=1, le=4096, description="episodes at once")
     episode_timeout: float = Field(600.0, gt=0, description="seconds an episode may take")
     infra_retries: int = Field(2, ge=0, le=10, description="re-runs of an episode after an infrastructure failure")
+    engine_wait: float = Field(300.0, gt=0, description="seconds to wait for a Docker engine that went away (a "
+                                                         "restart) before stopping; episodes go on when it is back")
     reward_mode: Literal["original", "strict"] = "original"
     data_dir: Path | None = Field(None, description="the benchmark data; default: INTERCODE_DATA_DIR or ../shared/intercode-data")
-    pools: dict[str, int] = Field(default_factory=dict, description="image -> most containers at once")
+    pools: dict[str, int | PoolSettings] = Field(default_factory=dict, description="image -> most containers at once, "
+                                                 "or a table with max_size and disk_mb")
     llm_workers: int = Field(1, ge=0, le=64, description="processes that make the LLM calls through litellm, off the "
                                                            "sweep's event loop (0: in the sweep's own process)")
     budget: Budget = Field(default_factory=Budget)

@@ -31,7 +31,22 @@ from orchestrator.sweep.config import LocalServer, ModelConfig, SweepConfig
 from tasks import Task
 
 LOCAL_KEY = "sk-local-offline"
+LOCAL_BASE = "http://127.0.0.1/v1"  # where a local model will be served: only checked, never called
 log = structlog.get_logger(__name__)
+
+
+def check_models(config: SweepConfig, data_dir: Path | None) -> None:
+    """Refuse an unknown model, a missing key or an unreadable replay file with one ConfigError,
+    before anything is started or stored (so a refused sweep claims no output directory)."""
+    specs = [ModelSpec(name=m.name, api_base=LOCAL_BASE if m.local else m.api_base,
+                       api_key=SecretStr(LOCAL_KEY) if m.local else _api_key(m))
+             for m in config.models if not _offline(m.name)]
+    client = LLMClient(specs)
+    for spec in specs:
+        check_llm(spec.name, client)
+    for model in config.models:
+        if _offline(model.name):
+            resolve_model(model.name, client=client, data_dir=data_dir)
 
 
 class RecordingModel:

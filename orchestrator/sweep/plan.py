@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchestrator.errors import ConfigError
 from orchestrator.store import EpisodeKey
 from orchestrator.sweep.config import SweepConfig, TaskSetConfig
 from tasks import Task, load_tasks
@@ -42,18 +43,28 @@ class PlannedEpisode:
 
 
 def select_tasks(spec: TaskSetConfig, data_dir: Path | None) -> list[Task]:
-    """The tasks of one task set: filtered, then sampled (seeded) or cut to `limit`."""
+    """The tasks of one task set: filtered, then sampled (seeded) or cut to `limit`. ConfigError
+    for indices the dataset does not have, and for a selection that keeps no task."""
     tasks = load_tasks(spec.dataset, data_dir)
     if spec.indices is not None:
         wanted = set(spec.indices)
+        missing = sorted(wanted - {t.index for t in tasks})
+        if missing:
+            shown = ", ".join(str(i) for i in missing[:5]) + (", ..." if len(missing) > 5 else "")
+            raise ConfigError(f"task set {spec.label!r}: {spec.dataset} has no task {shown} (its indices are "
+                              f"0 to {len(tasks) - 1}): fix `indices`")
         tasks = [t for t in tasks if t.index in wanted]
     if spec.filter is not None:
         pattern = re.compile(spec.filter)
         tasks = [t for t in tasks if pattern.search(t.query)]
+        if not tasks:
+            raise ConfigError(f"task set {spec.label!r}: `filter` {spec.filter!r} matches no task of {spec.dataset}")
     if spec.sample is not None and spec.sample < len(tasks):
         tasks = sorted(random.Random(spec.seed).sample(tasks, spec.sample), key=lambda t: t.index)
     if spec.limit is not None:
         tasks = tasks[: spec.limit]
+    if not tasks:
+        raise ConfigError(f"task set {spec.label!r}: {spec.dataset} has no tasks")
     return tasks
 
 

@@ -22,7 +22,7 @@ from orchestrator.store import EpisodeKey, EpisodeRecord
 
 if TYPE_CHECKING:
     from agents.llm import LLMClient
-    from orchestrator.pool import Pool
+    from environments.runtime import Runtime
     from orchestrator.sweep.plan import PlannedEpisode
 
 
@@ -47,10 +47,12 @@ class SweepProgress:
         self.rows: dict[tuple[str, str], Row] = collections.defaultdict(Row)
         self.started_at = time.monotonic()
         self._client: LLMClient | None = None
-        self._pool: Pool | None = None
+        self._runtime: Runtime | None = None
 
     def plan(self, episodes: Iterable[PlannedEpisode], done: dict[EpisodeKey, bool]) -> None:
-        """Count the planned episodes, and those an earlier run stored (`done`: key -> success)."""
+        """Count the planned episodes, and those an earlier run stored (`done`: key -> success).
+        Stored infra failures and episodes cut by the budget are not in `done`: they count as to
+        do, since this run runs them again."""
         for episode in episodes:
             row = self.rows[(episode.key.model, episode.key.task_set)]
             row.total += 1
@@ -63,8 +65,8 @@ class SweepProgress:
         """The pools are warm and the episodes start: episodes/s count from here."""
         self.started_at = time.monotonic()
 
-    def attach(self, client: LLMClient, pool: Pool) -> None:
-        self._client, self._pool = client, pool
+    def attach(self, client: LLMClient, runtime: Runtime) -> None:
+        self._client, self._runtime = client, runtime
 
     def started(self, episode: PlannedEpisode) -> None:
         self.rows[(episode.key.model, episode.key.task_set)].in_flight += 1
@@ -97,7 +99,7 @@ class SweepProgress:
 
     def table(self) -> Table:
         elapsed = max(time.monotonic() - self.started_at, 1e-9)
-        table = Table(title=f"sweep: {elapsed:.0f} s", title_justify="left")
+        table = Table(title=f"sweep: {elapsed:.0f} s{self._engine_note()}", title_justify="left")
         for header in ("model", "task set", "done", "success", "eps/s", "running", "re-runs", "llm wait/retry", "cost"):
             table.add_column(header, justify="left" if header in ("model", "task set") else "right")
         for (model, task_set), row in sorted(self.rows.items()):
@@ -108,6 +110,13 @@ class SweepProgress:
             table.add_row(model, task_set, f"{row.done}/{row.total}", success, f"{row.done_now / elapsed:.1f}",
                           str(row.in_flight), str(row.reruns), waiting, cost)
         return table
+
+    def _engine_note(self) -> str:
+        watch = self._runtime.watch if self._runtime is not None else None
+        if watch is None or watch.down_since is None:
+            return ""
+        away = time.monotonic() - watch.down_since
+        return f" — the Docker engine is away ({away:.0f} s of {watch.limit:g} s): waiting for it"
 
     def summary(self) -> str:
         done = sum(r.done for r in self.rows.values())

@@ -6,6 +6,12 @@ Failure classes:
 - **task**: the task can't run or ran too long (unavailable offline, over the time limit), or an
   unexpected error of ours (logged with its traceback).
 - **infra**: a container died, its driver was lost, the engine failed; these are re-run.
+
+An infra failure while the engine went away (a restart, a crash) is the engine's, not the
+episode's: the runner waits for the engine to come back (orchestrator.engine_watch) and runs the
+episode again without counting it against `infra_retries`. So is an episode whose deadline passed
+while the engine was away. Only the episode's own deadline makes a `timeout`: a TimeoutError from
+anywhere else is not one.
 """
 
 from __future__ import annotations
@@ -15,19 +21,27 @@ import time
 from collections.abc import Callable
 
 import aiodocker
+import aiohttp
 import structlog
 
 from agents.base import EpisodeOutcome, get_strategy
 from environments import make_environment
 from environments.base import TaskUnavailable
 from environments.runtime import Runtime
-from orchestrator.errors import EngineUnavailable, SandboxError, UserError
+from orchestrator.errors import SandboxError, UserError
 from orchestrator.store import EpisodeRecord, LLMCall, TurnRecord
 from orchestrator.sweep.models import SweepModels
 from orchestrator.sweep.plan import PlannedEpisode
 
 log = structlog.get_logger(__name__)
-INFRA_ERRORS = (SandboxError, aiodocker.DockerError, EngineUnavailable, ConnectionError)
+# The engine's errors are translated at their boundary into SandboxErrors; the others are here so
+# that one we missed is still never a task's failure.
+INFRA_ERRORS = (SandboxError, aiodocker.DockerError, aiohttp.ClientError, ConnectionError)
+MAX_OUTAGES = 20  # re-runs of one episode for engine outages (an engine that keeps restarting)
+
+
+class EpisodeTimedOut(Exception):
+    """The episode's own deadline passed."""
 
 
 class EpisodeRunner:
@@ -38,22 +52,30 @@ class EpisodeRunner:
         self.on_retry = on_retry or (lambda episode, reason: None)
 
     async def run(self, episode: PlannedEpisode) -> EpisodeRecord:
-        """The episode's record; raises only on cancellation and on user errors (image not built)."""
-        attempt = 1
+        """The episode's record; raises only on cancellation and on user errors (image not built,
+        an engine that stayed away longer than the sweep waits)."""
+        attempt, counted, outages = 1, 0, 0
         while True:
             record = self._record(episode, attempt)
+            generation = self.runtime.generation
             try:
                 await self._play(episode, record)
-            except INFRA_ERRORS as exc:
-                if attempt > self.retries:
+            except (*INFRA_ERRORS, EpisodeTimedOut) as exc:
+                if outages < MAX_OUTAGES and await self.runtime.engine_lost_since(generation):
+                    outages += 1
+                    log.info("episode_rerun_after_engine_outage", task=episode.task.id, model=episode.model,
+                             error=_line(exc))
+                elif isinstance(exc, EpisodeTimedOut):
+                    return self._failed(record, "timeout", "task", f"the episode took longer than {self.timeout:g} s")
+                elif counted >= self.retries:
                     return self._failed(record, "infra_error", "infra", exc)
-                log.warning("episode_retry", task=episode.task.id, model=episode.model, attempt=attempt,
-                            error=_line(exc))
+                else:
+                    counted += 1
+                    log.warning("episode_retry", task=episode.task.id, model=episode.model, attempt=attempt,
+                                error=_line(exc))
                 self.on_retry(episode, _line(exc))
                 attempt += 1
                 continue
-            except TimeoutError:
-                return self._failed(record, "timeout", "task", f"the episode took longer than {self.timeout:g} s")
             except TaskUnavailable as exc:
                 return self._failed(record, "task_error", "task", exc)
             except UserError:
@@ -73,10 +95,16 @@ class EpisodeRunner:
         calls: list[LLMCall] = record.calls
         model = self.models.for_episode(episode.model, calls)
         strategy = get_strategy(episode.strategy)
-        async with asyncio.timeout(self.timeout):
-            record.image_digest = await self.runtime.image_digest(episode.task.image)
-            async with make_environment(episode.task.env, self.runtime) as env:
-                outcome = await strategy.run(env, episode.task, model, max_turns=self.max_turns)
+        deadline = asyncio.timeout(self.timeout)
+        try:
+            async with deadline:
+                record.image_digest = await self.runtime.image_digest(episode.task.image)
+                async with make_environment(episode.task.env, self.runtime) as env:
+                    outcome = await strategy.run(env, episode.task, model, max_turns=self.max_turns)
+        except TimeoutError:
+            if deadline.expired():
+                raise EpisodeTimedOut() from None
+            raise
         _fill(record, outcome)
 
     @staticmethod

@@ -16,6 +16,7 @@ import gc
 import math
 import subprocess
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,15 +26,15 @@ import structlog
 
 from environments.runtime import SERVICE_IMAGES, Runtime, default_pool_config
 from environments.sql_server import sql_server
-from orchestrator.errors import ImageError, SandboxError, UserError
+from orchestrator.errors import EngineUnavailable, ImageError, SandboxError, UserError
 from orchestrator.images.build import build_images, image_status
 from orchestrator.images.specs import BY_NAME
 from orchestrator.pool import ImagePoolConfig
 from orchestrator.settings import DEFAULT_DATA_DIR, PROJECT_ROOT, cache_dir
 from orchestrator.store import Store
 from orchestrator.store.store import config_json
-from orchestrator.sweep.config import SweepConfig
-from orchestrator.sweep.models import SweepModels
+from orchestrator.sweep.config import PoolSettings, SweepConfig
+from orchestrator.sweep.models import SweepModels, check_models
 from orchestrator.sweep.plan import Dispatcher, PlannedEpisode, plan, select_tasks
 from orchestrator.sweep.progress import SweepProgress
 from orchestrator.sweep.runner import EpisodeRunner
@@ -53,7 +54,10 @@ class SweepSummary:
 
 async def run_sweep(config: SweepConfig, sweep_hash: str, *, progress: SweepProgress,
                     data_dir: Path | None) -> SweepSummary:
+    # Everything the file names is checked before the store is opened: a refused sweep claims
+    # no output directory.
     task_sets = await asyncio.to_thread(_load_task_sets, config, data_dir)
+    await asyncio.to_thread(check_models, config, data_dir)
     episodes = plan(config, task_sets)
     async with Store.open(config.output, sweep=config.name, identity=config.identity()) as store:
         done = await store.finished_keys()
@@ -66,7 +70,7 @@ async def run_sweep(config: SweepConfig, sweep_hash: str, *, progress: SweepProg
         try:
             left = await _run(config, todo, task_sets, store, run_id, progress, data_dir) if todo else 0
             status = "finished" if left == 0 else "stopped"
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, EngineUnavailable):  # a resume finishes it
             status = "interrupted"
             raise
         finally:
@@ -107,8 +111,9 @@ async def _run(config: SweepConfig, todo: list[PlannedEpisode], task_sets: dict[
     all_tasks = [t for tasks in task_sets.values() for t in tasks]
     async with SweepModels.open(config, all_tasks, data_dir) as models, \
             Runtime.open(data_dir=data_dir, reward_mode=config.reward_mode, images=_pool_configs(config, images),
-                         run_id=f"sweep-{run_id}", gold_dir=cache_dir() / "gold") as runtime:
-        progress.attach(models.client, runtime.pool)
+                         run_id=run_label(run_id), gold_dir=cache_dir() / "gold",
+                         engine_wait=config.engine_wait) as runtime:
+        progress.attach(models.client, runtime)
         # The shared database servers start in the background: an episode's reset joins the start,
         # and its first model call runs meanwhile (see agents.strategies.common.ask).
         services = [asyncio.ensure_future(sql_server(runtime, image))
@@ -165,6 +170,12 @@ async def _warm(runtime: Runtime, todo: list[PlannedEpisode], concurrency: int) 
     log.info("pools_warm", containers=wanted, seconds=round(time.monotonic() - started, 2))
 
 
+def run_label(run_id: int) -> str:
+    """The label of this run's containers: unique across output directories, processes and hosts
+    (every fresh directory's first run is run 1), so a pool that closes removes only its own."""
+    return f"sweep-{run_id}-{uuid.uuid4().hex[:12]}"
+
+
 def _first(group_error: BaseExceptionGroup) -> BaseException:
     """The error to report from a failed TaskGroup: a user error if there is one."""
     leaves: list[BaseException] = []
@@ -182,9 +193,13 @@ def _pool_configs(config: SweepConfig, images: list[str]) -> dict[str, ImagePool
     configs = {}
     for image in images:
         base = default_pool_config(image)
-        size = config.pools.get(image, config.pools.get(image.removeprefix("intercode/")))
-        if size is not None and base.reset:  # service images (one shared server) keep their single container
-            base = base.model_copy(update={"max_size": size})
+        given = config.pools.get(image, config.pools.get(image.removeprefix("intercode/")))
+        settings = PoolSettings(max_size=given) if isinstance(given, int) else given or PoolSettings()
+        if settings.max_size is not None and base.reset:  # a service image keeps its one shared server
+            base = base.model_copy(update={"max_size": settings.max_size})
+        if settings.disk_mb is not None:
+            hardening = base.hardening.model_copy(update={"disk_mb": settings.disk_mb})
+            base = base.model_copy(update={"hardening": hardening})
         configs[image] = base
     return configs
 

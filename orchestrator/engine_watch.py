@@ -1,0 +1,161 @@
+"""Noticing that the Docker engine went away, waiting for it, and recovering once it is back.
+
+    async with EngineWatch(docker, host, limit=300, on_lost=pool.suspend, on_back=runtime.recover) as watch:
+        generation = watch.generation
+        ...                                   # an episode meets an infra error
+        if await watch.lost_since(generation):
+            ...                               # the engine was lost and is back: run the episode again
+
+The watch holds one events stream open to the engine. When the engine stops (a restart, a crash)
+the stream ends at once, even when no episode is touching a container at that moment, so even a
+restart of a few seconds is noticed. An episode whose container call failed asks `lost_since`,
+which also probes the engine itself. During an outage:
+- `on_lost` runs once: the pool stops creating containers and fails its waiting leases;
+- the engine is polled with backoff, and the console and the log say how long it has been away;
+- when it answers again, `on_back` runs (the runtime forgets its containers and services), the
+  generation moves on and the episodes that waited are run again;
+- past `limit` seconds every waiter gets EngineUnavailable: the run stops with one line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import Awaitable, Callable
+
+import aiodocker
+import aiodocker.events
+import structlog
+
+from orchestrator.engine import TRANSPORT_ERRORS, describe, probe_client
+from orchestrator.errors import EngineUnavailable, SandboxError
+
+log = structlog.get_logger(__name__)
+
+PROBE_TIMEOUT = 3.0  # seconds for one "are you there?" to the engine
+FIRST_DELAY, MAX_DELAY = 0.25, 5.0  # backoff between probes while the engine is away
+NOTE_EVERY = 30.0  # seconds between "still waiting" lines
+
+
+class EngineWatch:
+    def __init__(self, docker: aiodocker.Docker, host: str, *, limit: float,
+                 on_lost: Callable[[str], None], on_back: Callable[[], Awaitable[None]]) -> None:
+        self.docker, self.host, self.limit = docker, host, limit
+        self.on_lost, self.on_back = on_lost, on_back
+        self.generation = 0  # moves on after each recovery
+        self.outages = 0
+        self.down_since: float | None = None  # monotonic time the current outage began
+        self.recovery_seconds: list[float] = []  # per outage: from noticing it to containers forgotten
+        self._outage: asyncio.Task[None] | None = None
+        self._events: asyncio.Task[None] | None = None
+        self._closed = False
+        self._stack = contextlib.AsyncExitStack()
+        self._probe: aiodocker.Docker | None = None
+
+    async def __aenter__(self) -> EngineWatch:
+        self._probe = await self._stack.enter_async_context(probe_client(self.host))
+        self._follow()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        self._closed = True
+        for task in (self._events, self._outage):
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+        await self._stack.aclose()
+
+    # ------------------------------------------------------------------ noticing
+
+    def _follow(self) -> None:
+        self._events = asyncio.ensure_future(self._follow_events())
+
+    async def _follow_events(self) -> None:
+        """Hold the engine's event stream open (daemon events only: next to nothing flows); when
+        it ends or fails, the engine went away."""
+        events = aiodocker.events.DockerEvents(self.docker)
+        try:
+            await events.run(filters=json.dumps({"type": ["daemon"]}))
+            reason = "its event stream ended"
+        except (aiodocker.DockerError, *TRANSPORT_ERRORS) as exc:
+            reason = f"its event stream failed: {describe(exc)}"
+        if not self._closed:
+            self.notice(reason)
+
+    def notice(self, reason: str) -> asyncio.Task[None]:
+        """Start riding out an outage, unless one is already being ridden out."""
+        if self._outage is None:
+            self._outage = asyncio.ensure_future(self._ride_out(reason))
+            self._outage.add_done_callback(_retrieve)
+        return self._outage
+
+    async def answers(self) -> bool:
+        """Whether the engine answers on a new connection (an engine shutting down still answers
+        on the connections it has open, with errors of its closing stores)."""
+        try:
+            async with asyncio.timeout(PROBE_TIMEOUT):
+                await (self._probe or self.docker).version()
+        except (aiodocker.DockerError, *TRANSPORT_ERRORS):
+            return False
+        return True
+
+    async def lost_since(self, generation: int) -> bool:
+        """Whether the engine was lost since `generation`: if it is away now, wait until it is
+        back (its containers forgotten) and say True. EngineUnavailable past the limit."""
+        if self._outage is None and self.generation == generation and not await self.answers():
+            self.notice("an episode could not reach it")
+        if self._outage is not None:
+            await asyncio.shield(self._outage)
+        return self.generation != generation
+
+    # ------------------------------------------------------------------ riding it out
+
+    async def _ride_out(self, reason: str) -> None:
+        started = time.monotonic()
+        self.down_since = started
+        self.outages += 1
+        log.warning("engine_unreachable", host=self.host, reason=reason,
+                    waiting=f"up to {self.limit:g} s (engine_wait); episodes go on when it is back")
+        self.on_lost(reason)
+        while True:
+            await self._wait_for_engine(started)
+            try:
+                await self.on_back()
+                break
+            except SandboxError as exc:  # it went away again while we recovered
+                log.warning("engine_recovery_failed", error=str(exc))
+                await asyncio.sleep(MAX_DELAY)  # before the engine is probed again
+        self.recovery_seconds.append(time.monotonic() - started)
+        self.generation += 1
+        self.down_since, self._outage = None, None
+        log.warning("engine_back", host=self.host, after_s=round(time.monotonic() - started, 1))
+        if not self._closed:
+            self._follow()
+
+    async def _wait_for_engine(self, started: float) -> None:
+        delay, next_note = FIRST_DELAY, started + NOTE_EVERY
+        while not await self.answers():
+            now = time.monotonic()
+            if now - started >= self.limit:
+                raise EngineUnavailable(
+                    f"the Docker engine at {self.host} has not answered for {self.limit:g} s (engine_wait): "
+                    "start it, then run the same command to continue; finished episodes are kept")
+            if now >= next_note:
+                log.warning("engine_still_unreachable", host=self.host, waited_s=round(now - started),
+                            limit_s=self.limit)
+                next_note += NOTE_EVERY
+            # Between two probes of the engine (each one is the readiness check), with backoff.
+            await asyncio.sleep(min(delay, max(started + self.limit - now, 0.0)))
+            delay = min(delay * 2, MAX_DELAY)
+
+
+def _retrieve(task: asyncio.Task[None]) -> None:
+    """The outage's error reaches the episodes that wait for it; nobody waiting is no error."""
+    if not task.cancelled():
+        task.exception()

@@ -1,0 +1,172 @@
+"""An engine that restarts mid-sweep costs re-runs, never results: against a Docker engine of the
+test's own (tests/second_engine.py), stopped for 3 s and for 30 s while a sweep runs, the sweep
+finishes with the episodes and rewards of an uninterrupted run, stores no task error or timeout,
+and leaves no container. An engine that stays away stops the sweep with one line, the run marked
+`interrupted`; the next run finishes it."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from orchestrator.settings import PROJECT_ROOT
+from tests.second_engine import SecondEngine
+from tests.test_sweep_kill import results, stored
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+# The images the sweep uses, and the base they were built on (an image is current only on its parent).
+IMAGES = ["debian:bookworm-slim", "intercode/nl2bash-base", "intercode/starter", "intercode/sql-starter",
+          "intercode/python"]
+SWEEP = """
+name = "restart"
+output = "{out}"
+strategies = ["single", "try_again"]
+max_turns = 3
+epochs = 3
+concurrency = 16
+engine_wait = {wait}
+[[models]]
+name = "oracle"
+[[models]]
+name = "openai/sim"
+local = {{ latency = 0.3, solve_rate = 0.6, seed = 7 }}
+[[tasks]]
+dataset = "starter-bash"
+[[tasks]]
+dataset = "starter-sql"
+[[tasks]]
+dataset = "starter-python"
+[[tasks]]
+dataset = "starter-ctf"
+"""
+TOTAL = 2 * 2 * 3 * 18
+STOP_AFTER = 40  # episodes stored before the engine is stopped
+
+
+@pytest.fixture(scope="module")
+def second_engine() -> Iterator[SecondEngine]:
+    engine = SecondEngine(Path("/var/lib/intercode-test-engine"))
+    engine.start()
+    try:
+        engine.load(IMAGES)
+        yield engine
+    finally:
+        engine.close()
+
+
+@pytest.fixture(scope="module")
+def reference(second_engine: SecondEngine, tmp_path_factory: pytest.TempPathFactory) -> list[tuple]:
+    """The episodes and rewards of an uninterrupted run."""
+    out = tmp_path_factory.mktemp("reference")
+    process = start(sweep_file(out, wait=300), second_engine)
+    _, err = process.communicate(timeout=600)
+    assert process.returncode == 0, err
+    rows = results(out / "runs")
+    assert len(rows) == TOTAL
+    return rows
+
+
+def sweep_file(directory: Path, *, wait: float) -> Path:
+    path = directory / "sweep.toml"
+    path.write_text(SWEEP.format(out=directory / "runs", wait=wait))
+    return path
+
+
+def start(path: Path, engine: SecondEngine, *, quiet: bool = True) -> subprocess.Popen[str]:
+    env = {**os.environ, "DOCKER_HOST": engine.host, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    argv = [sys.executable, "-m", "orchestrator", "sweep", str(path), "--no-report", *(["--quiet"] if quiet else [])]
+    return subprocess.Popen(argv, cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for(process: subprocess.Popen[str], out: Path, at_least: int, deadline: float = 300.0) -> None:
+    end = time.monotonic() + deadline
+    while stored(out) < at_least and process.poll() is None and time.monotonic() < end:
+        time.sleep(0.05)
+    assert process.poll() is None, f"the sweep ended before the engine stopped: {process.communicate()[1]}"
+    assert stored(out) >= at_least, f"only {stored(out)} episodes stored in {deadline:g} s"
+
+
+def statuses(out: Path) -> tuple[list[str], list[str], list[int]]:
+    """(episode statuses, run statuses, attempts of each episode)."""
+    db = sqlite3.connect(out / "results.db")
+    try:
+        episodes = [s for (s,) in db.execute("SELECT status FROM episodes")]
+        runs = [s for (s,) in db.execute("SELECT status FROM runs ORDER BY id")]
+        attempts = [a for (a,) in db.execute("SELECT attempts FROM episodes")]
+    finally:
+        db.close()
+    return episodes, runs, attempts
+
+
+def log_events(out: Path, name: str) -> list[dict]:
+    lines = (out / "sweep.log").read_text().splitlines()
+    return [event for event in map(json.loads, lines) if event.get("event") == name]
+
+
+@pytest.mark.parametrize("outage", [3.0, 30.0])
+def test_an_engine_restart_mid_sweep_costs_re_runs_not_results(second_engine, reference, tmp_path, outage):
+    out = tmp_path / "runs"
+    process = start(sweep_file(tmp_path, wait=300), second_engine)
+    try:
+        wait_for(process, out, STOP_AFTER)
+        second_engine.stop()
+        time.sleep(outage)  # the outage itself: the engine is away this long
+        second_engine.start()
+        _, err = process.communicate(timeout=600)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, err
+    assert "Traceback" not in err, err
+    got = results(out)
+    assert got == reference  # the same episodes, none twice, with the same rewards
+    episode_statuses, run_statuses, attempts = statuses(out)
+    assert not {"task_error", "timeout", "infra_error"} & set(episode_statuses), episode_statuses
+    assert run_statuses == ["finished"]
+    assert second_engine.managed_containers() == []
+    lost, back = log_events(out, "engine_unreachable"), log_events(out, "engine_back")
+    assert len(lost) >= 1 and len(back) == len(lost), (lost, back)
+    reruns = sum(a - 1 for a in attempts)
+    print(f"outage {outage:g} s: back after {[e['after_s'] for e in back]} s, {reruns} re-runs")
+
+
+def test_an_engine_that_stays_away_stops_the_sweep_with_one_line(second_engine, reference, tmp_path):
+    out = tmp_path / "runs"
+    path = sweep_file(tmp_path, wait=5)
+    process = start(path, second_engine, quiet=False)  # what a user at the console sees
+    try:
+        wait_for(process, out, STOP_AFTER)
+        second_engine.stop()
+        _, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+        if second_engine.process is None:
+            second_engine.start()
+    assert process.returncode == 2, err
+    assert "Traceback" not in err, err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "has not answered for 5 s" in errors[0], err
+    assert "engine_unreachable" in err and log_events(out, "engine_unreachable")  # said so while it waited
+    kept = stored(out)
+    episode_statuses, run_statuses, _ = statuses(out)
+    assert run_statuses == ["interrupted"]
+    assert not {"task_error", "timeout", "infra_error"} & set(episode_statuses), episode_statuses
+
+    resumed = start(path, second_engine)  # the engine is back: the same command finishes the sweep
+    _, err = resumed.communicate(timeout=600)
+    assert resumed.returncode == 0, err
+    assert results(out) == reference
+    assert kept >= STOP_AFTER
+    assert second_engine.managed_containers() == []  # the stopped run's containers were reaped
