@@ -26,6 +26,7 @@ import io
 import codecs
 import json
 import os
+import re
 import select
 import shutil
 import signal
@@ -729,13 +730,23 @@ def remove(path):
 
 def remove_new_toplevel(pristine_names):
     keep = set(pristine_names) | ALWAYS_SYSTEM
+    mounted = mount_points()
     removed = 0
     for name in os.listdir("/"):
         path = "/" + name
-        if name not in keep and not os.path.ismount(path):
+        if name not in keep and path not in mounted:
             remove(path)
             removed += 1
     return removed
+
+
+def mount_points():
+    """Where something is mounted, from the mount table. Not by st_dev (os.path.ismount): when the
+    container's writable layer has a file system of its own (its disk cap), a file in it has that
+    file system's device, unlike `/`, without being a mount point."""
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as table:
+        return {re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split(" ", 5)[4])
+                for line in table}
 
 
 def snapshot():
