@@ -21,6 +21,7 @@ import hashlib
 import json
 import re
 import tomllib
+import typing
 from pathlib import Path
 from typing import Any, Literal
 
@@ -111,7 +112,25 @@ class PoolSettings(BaseModel):
     model_config = _STRICT
 
     max_size: int | None = Field(None, ge=1, description="most containers of this image at once")
-    disk_mb: int | None = Field(None, ge=64, description="most a container's writable layer may hold (default 4096)")
+    disk_mb: int | None = Field(None, ge=0, description="most a container's writable layer may hold (default "
+                                "4096; 0: no cap)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _a_number_is_the_size(cls, data: Any) -> Any:
+        if isinstance(data, int) and not isinstance(data, bool):
+            return {"max_size": data}
+        if not isinstance(data, dict):
+            raise ValueError("give the most containers at once (a number) or a table such as "
+                             "{ max_size = 8, disk_mb = 2048 }")
+        return data
+
+    @field_validator("disk_mb")
+    @classmethod
+    def _cap_or_none(cls, value: int | None) -> int | None:
+        if value is not None and 0 < value < 64:
+            raise ValueError("a disk cap under 64 MB leaves no room for a container's own start; give 0 for no cap")
+        return value
 
 
 class Budget(BaseModel):
@@ -138,8 +157,8 @@ class SweepConfig(BaseModel):
                                                          "restart) before stopping; episodes go on when it is back")
     reward_mode: Literal["original", "strict"] = "original"
     data_dir: Path | None = Field(None, description="the benchmark data; default: INTERCODE_DATA_DIR or ../shared/intercode-data")
-    pools: dict[str, int | PoolSettings] = Field(default_factory=dict, description="image -> most containers at once, "
-                                                 "or a table with max_size and disk_mb")
+    pools: dict[str, PoolSettings] = Field(default_factory=dict, description="image -> most containers at once, or "
+                                           "a table with max_size and disk_mb")
     llm_workers: int = Field(1, ge=0, le=64, description="processes that make the LLM calls through litellm, off the "
                                                            "sweep's event loop (0: in the sweep's own process)")
     budget: Budget = Field(default_factory=Budget)
@@ -198,10 +217,13 @@ def load_sweep(path: Path, overrides: dict[str, Any] | None = None) -> tuple[Swe
 def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
     """The keys the model at `loc` (inside SweepConfig) accepts."""
     model: Any = SweepConfig
-    for part in loc:
+    parts = iter(loc)
+    for part in parts:
         if isinstance(part, int):
             continue
         annotation = model.model_fields[part].annotation
+        if typing.get_origin(annotation) is dict:
+            next(parts, None)  # the table's own key (an image name), not a field
         model = next((a for a in (annotation, *getattr(annotation, "__args__", ()))
                       if isinstance(a, type) and issubclass(a, BaseModel)), None)
         if model is None:

@@ -193,12 +193,11 @@ def _pool_configs(config: SweepConfig, images: list[str]) -> dict[str, ImagePool
     configs = {}
     for image in images:
         base = default_pool_config(image)
-        given = config.pools.get(image, config.pools.get(image.removeprefix("intercode/")))
-        settings = PoolSettings(max_size=given) if isinstance(given, int) else given or PoolSettings()
+        settings = config.pools.get(image) or config.pools.get(image.removeprefix("intercode/")) or PoolSettings()
         if settings.max_size is not None and base.reset:  # a service image keeps its one shared server
             base = base.model_copy(update={"max_size": settings.max_size})
         if settings.disk_mb is not None:
-            hardening = base.hardening.model_copy(update={"disk_mb": settings.disk_mb})
+            hardening = base.hardening.model_copy(update={"disk_mb": settings.disk_mb or None})
             base = base.model_copy(update={"hardening": hardening})
         configs[image] = base
     return configs
