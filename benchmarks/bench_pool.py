@@ -2,7 +2,9 @@
 
 Measures, in one run on this machine: a warm lease, the round trip of the action `true` through
 the driver and through `docker exec`, a reset against creating a container, and sustained
-actions per second at concurrency 1, 8 and 32. Ends with one `name: value` line per figure.
+actions per second at concurrency 1, 8 and 32. What the disk cap costs (orchestrator/pool/disk.py)
+is measured side by side: creating and resetting a container with the cap and without, in
+alternation. Ends with one `name: value` line per figure.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from orchestrator.engine import engine
 from orchestrator.logs import configure
 from orchestrator.pool import ImagePoolConfig, Pool
 from orchestrator.pool.container import create_container
+from orchestrator.pool.driver import DriverClient
 from orchestrator.pool.ownership import Owner, labels_for
 
 IMAGE = "intercode/nl2bash-fs1"
@@ -31,7 +34,7 @@ def p(values: list[float], q: float) -> float:
 
 def show(name: str, seconds: list[float]) -> tuple[float, float]:
     p50, p99 = statistics.median(seconds) * 1e3, p(seconds, 0.99) * 1e3
-    print(f"  {name:<38} n={len(seconds):<5} p50 {p50:9.3f} ms   p99 {p99:9.3f} ms")
+    print(f"  {name:<46} n={len(seconds):<5} p50 {p50:9.3f} ms   p99 {p99:9.3f} ms")
     return p50, p99
 
 
@@ -63,6 +66,14 @@ async def docker_exec_true(container: aiodocker.containers.DockerContainer) -> N
         while await stream.read_out() is not None:
             pass
     assert (await execution.inspect())["ExitCode"] == 0
+
+
+async def dirty_then_reset(driver: DriverClient) -> float:
+    """Time one reset after a small change of files (through that container's driver)."""
+    await driver.exec(["bash", "-c", "echo x > /testbed/new.txt; rm /testbed/hello.c; echo y >> /root/z"])
+    start = time.perf_counter()
+    await driver.request("reset", wait=60)
+    return time.perf_counter() - start
 
 
 async def sustained(pool: Pool, concurrency: int, seconds: float) -> float:
@@ -99,23 +110,27 @@ async def main(args: argparse.Namespace) -> None:
                 exec_p50, _ = show("`docker exec true` (aiodocker)", await timed(args.n_exec, lambda: docker_exec_true(raw)))
                 driver = sandbox._driver()  # noqa: SLF001 — the benchmark times the reset op itself
 
-                async def dirty_then_reset() -> float:
-                    await sandbox.run("echo x > /testbed/new.txt; rm /testbed/hello.c; echo y >> /root/z")
-                    start = time.perf_counter()
-                    await driver.request("reset", wait=60)
-                    return time.perf_counter() - start
+                labels = labels_for(Owner.me(), pool.run_id, IMAGE)
+                hardening = pool._configs[IMAGE].hardening  # noqa: SLF001
+                uncapped = await create_container(docker, IMAGE, hardening, labels, disk=None)
+                assert uncapped.driver is not None
+                resets: dict[bool, list[float]] = {True: [], False: []}
+                for _ in range(args.n_create * 3):  # capped and uncapped in alternation
+                    for capped, reset_driver in ((True, driver), (False, uncapped.driver)):
+                        resets[capped].append(await dirty_then_reset(reset_driver))
+                await uncapped.remove()
+            reset_p50, _ = show(f"reset after a small change (cap: {pool.disk.mode})", resets[True])
+            reset_uncapped_p50, _ = show("reset after a small change, no cap", resets[False])
 
-                resets = [await dirty_then_reset() for _ in range(args.n_create * 3)]
-            reset_p50, _ = show("reset after a small change", resets)
-
-            creates = []
-            labels = labels_for(Owner.me(), pool.run_id, IMAGE)
+            creates: dict[bool, list[float]] = {True: [], False: []}
             for _ in range(args.n_create):
-                start = time.perf_counter()
-                member = await create_container(docker, IMAGE, pool._configs[IMAGE].hardening, labels)  # noqa: SLF001
-                creates.append(time.perf_counter() - start)
-                await member.remove()
-            create_p50, _ = show("create + start + driver ready", creates)
+                for capped in (True, False):
+                    start = time.perf_counter()
+                    member = await create_container(docker, IMAGE, hardening, labels, pool.disk if capped else None)
+                    creates[capped].append(time.perf_counter() - start)
+                    await member.remove()
+            create_p50, _ = show(f"create + start + driver ready (cap: {pool.disk.mode})", creates[True])
+            create_uncapped_p50, _ = show("create + start + driver ready, no cap", creates[False])
 
             rates = {}
             await pool.wait_idle(IMAGE, 32, timeout=300)
@@ -130,7 +145,10 @@ async def main(args: argparse.Namespace) -> None:
     print(f"speedup_vs_exec: {exec_p50 / action_p50:.1f}")
     print(f"actions_per_s_c32: {rates[32]:.0f}")
     print(f"reset_p50_ms: {reset_p50:.3f}")
+    print(f"reset_uncapped_p50_ms: {reset_uncapped_p50:.3f}")
     print(f"create_p50_ms: {create_p50:.3f}")
+    print(f"create_uncapped_p50_ms: {create_uncapped_p50:.3f}")
+    print(f"disk_cap_create_cost_ms: {create_p50 - create_uncapped_p50:.1f}")
 
 
 if __name__ == "__main__":

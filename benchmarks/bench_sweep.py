@@ -6,7 +6,8 @@
    episode end), as the original's 0.41 s per episode excludes its 27 s of start-up and close;
    the sweep warms its pools before the first episode, and the start-up and close times and the
    whole-sweep rate are printed too. Gold results are cached by a first, also reported, sweep
-   that computes them. Every reward at 16 must equal its reward at 1.
+   that computes them. Every reward at 16 must equal its reward at 1. What the disk cap costs is
+   measured after: concurrency 16 with the cap and without (`disk_mb = 0`), in alternation.
 2. **LLM-bound**: a simulated 1 s LLM (the project's server, in its own process like a remote
    provider) answering a wrong query every turn, Try Again for 10 turns, 256 episodes at once,
    over the starter SQL tasks (one shared server, a connection per episode). Ideal throughput is
@@ -27,6 +28,7 @@ import os
 import resource
 import socket
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -48,6 +50,7 @@ concurrency = {concurrency}
 [[models]]
 name = "oracle"
 """ + "".join(f'[[tasks]]\ndataset = "nl2bash-fs{n}"\n' for n in (1, 2, 3, 4))
+NO_CAP = "[pools]\n" + "".join(f'"intercode/nl2bash-fs{n}" = {{ disk_mb = 0 }}\n' for n in (1, 2, 3, 4))
 
 LLM_BOUND = """
 name = "bench-llm-bound"
@@ -147,7 +150,23 @@ def oracle_part(work: Path, data_dir: str) -> dict[str, float]:
     print(f"tasks below reward 1.0: {not_one} (validate's figures and reasons: docs/fidelity.md)")
     figures["oracle_reward_mismatches"] = float(len(differ))
     figures["speedup_c16_vs_c1"] = figures["oracle_eps_c16"] / figures["oracle_eps_c1"]
-    return figures
+    return figures | disk_cap_part(work, data_dir)
+
+
+def disk_cap_part(work: Path, data_dir: str, rounds: int = 2) -> dict[str, float]:
+    """The oracle at concurrency 16 with each container's disk capped and without, in alternation."""
+    rates: dict[bool, list[float]] = {True: [], False: []}
+    for n in range(rounds):
+        for capped in (True, False):
+            out = work / f"oracle-disk-{capped}-{n}"
+            sweep = work / f"oracle-disk-{capped}-{n}.toml"
+            sweep.write_text(ORACLE.format(out=out, concurrency=16) + ("" if capped else NO_CAP))
+            result = run_child(sweep, data_dir)
+            rates[capped].append(result["ran"] / phases(out)[1])
+    capped, uncapped = statistics.median(rates[True]), statistics.median(rates[False])
+    print(f"oracle, concurrency 16, disk cap against none, {rounds} each in alternation: "
+          f"{[round(r, 1) for r in rates[True]]} against {[round(r, 1) for r in rates[False]]} episodes/s")
+    return {"oracle_eps_c16_capped": capped, "oracle_eps_c16_uncapped": uncapped, "disk_cap_ratio": capped / uncapped}
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -238,8 +257,9 @@ def main() -> None:
         figures = {} if args.skip_oracle else oracle_part(work, data_dir)
         epochs = args.epochs or args.concurrency  # 5 tasks x concurrency epochs: exactly 5 waves
         figures |= llm_part(work, args.concurrency, args.turns, epochs, args.latency, args.llm_workers)
-    for name in ("oracle_eps_cold", "oracle_eps_whole_c1", "oracle_eps_whole_c16", "oracle_reward_mismatches", "speedup_c16_vs_c1", "llm_bound_failed",
-                 "llm_bound_share_steady"):
+    for name in ("oracle_eps_cold", "oracle_eps_whole_c1", "oracle_eps_whole_c16", "oracle_reward_mismatches",
+                 "speedup_c16_vs_c1", "oracle_eps_c16_capped", "oracle_eps_c16_uncapped", "disk_cap_ratio",
+                 "llm_bound_failed", "llm_bound_share_steady"):
         if name in figures:
             print(f"{name}: {figures[name]:.2f}")
     for name in ("oracle_eps_c1", "oracle_eps_c16", "llm_bound_share_of_ideal", "peak_rss_mb"):

@@ -119,7 +119,7 @@ class ImagePool:
                 and self.cpu.saturated())
 
     async def _create(self) -> None:
-        epoch = self.epoch
+        epoch, started = self.epoch, time.monotonic()
         try:
             member = await create_container(self.docker, self.image, self.config.hardening, self.labels, self.disk)
         except Exception as exc:
@@ -130,6 +130,7 @@ class ImagePool:
             return
         self.creating -= 1
         self.members[member.id] = member
+        log.debug("pool.created", image=self.image, container=member.id[:12], seconds=round(time.monotonic() - started, 3))
         if self.closed or epoch != self.epoch or self.suspended is not None:
             await self._retire(member, "pool closed" if self.closed else "made before the engine came back")
             return
@@ -171,13 +172,17 @@ class ImagePool:
     async def _reset(self, member: PooledContainer) -> None:
         """In the background. Whatever goes wrong retires the container: this task never dies with
         a container stuck in `resetting`, which would shrink the pool for good."""
+        started = time.monotonic()
         try:
             if self.config.reset:
                 if member.driver is None:
                     raise SandboxError("container has no driver", container_id=member.id, image=self.image)
                 await member.driver.request("reset", wait=120.0)
+            reset = time.monotonic()
             if self.config.check_changes:
                 await self._check_changes(member)
+            log.debug("pool.reset", image=self.image, container=member.id[:12], reset_s=round(reset - started, 3),
+                      check_s=round(time.monotonic() - reset, 3))
         except Exception as exc:  # noqa: BLE001 — any failure (OSError of the upper-dir walk too) retires it
             await self._retire(member, f"reset failed: {exc!r}")
             return
