@@ -35,7 +35,7 @@ from orchestrator.errors import EngineUnavailable, SandboxError
 log = structlog.get_logger(__name__)
 
 PROBE_TIMEOUT = 3.0  # seconds for one "are you there?" to the engine
-FIRST_DELAY, MAX_DELAY = 0.25, 5.0  # backoff between probes while the engine is away
+FIRST_DELAY, MAX_DELAY = 0.25, 2.0  # backoff between probes while the engine is away (a probe is one connection)
 NOTE_EVERY = 30.0  # seconds between "still waiting" lines
 
 

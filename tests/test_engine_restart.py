@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -121,6 +122,7 @@ def test_an_engine_restart_mid_sweep_costs_re_runs_not_results(second_engine, re
         second_engine.stop()
         time.sleep(outage)  # the outage itself: the engine is away this long
         second_engine.start()
+        answering = time.time()
         _, err = process.communicate(timeout=600)
     finally:
         if process.poll() is None:
@@ -137,7 +139,9 @@ def test_an_engine_restart_mid_sweep_costs_re_runs_not_results(second_engine, re
     lost, back = log_events(out, "engine_unreachable"), log_events(out, "engine_back")
     assert len(lost) >= 1 and len(back) == len(lost), (lost, back)
     reruns = sum(a - 1 for a in attempts)
-    print(f"outage {outage:g} s: back after {[e['after_s'] for e in back]} s, {reruns} re-runs")
+    recovered = datetime.fromisoformat(back[-1]["timestamp"]).timestamp() - answering
+    print(f"outage {outage:g} s: the sweep was waiting for {[e['after_s'] for e in back]} s and recovered "
+          f"{recovered:.1f} s after the engine answered again; {reruns} re-runs of {TOTAL} episodes")
 
 
 def test_an_engine_that_stays_away_stops_the_sweep_with_one_line(second_engine, reference, tmp_path):
