@@ -94,11 +94,7 @@ class Runtime:
         """The engine is back: forget the services (their containers died) and the containers."""
         services, self._services = list(self._services.values()), {}
         for _, stack in services:
-            try:
-                async with asyncio.timeout(SERVICE_CLOSE_TIMEOUT):
-                    await stack.aclose()
-            except Exception as exc:  # noqa: BLE001 — a dead service's own close fails: nothing is left to save
-                log.info("service_close_failed", error=repr(exc))
+            await self._close_service(stack)
         await self.pool.recover()
 
     async def _inspect(self, image: str) -> dict[str, Any]:
@@ -133,6 +129,23 @@ class Runtime:
                 self._services[name] = (value, stack)
                 self._stack.push_async_callback(self._stop_service, name, stack)
             return self._services[name][0]
+
+    async def drop_service(self, name: str, value: Any) -> None:
+        """Forget the service `value` (its container died): the next use starts it again. A no-op
+        when another start has already replaced it."""
+        entry = self._services.get(name)
+        if entry is None or entry[0] is not value:
+            return
+        del self._services[name]
+        log.warning("service_died", service=name, hint="started again for the next episode")
+        await self._close_service(entry[1])
+
+    async def _close_service(self, stack: AsyncExitStack) -> None:
+        try:
+            async with asyncio.timeout(SERVICE_CLOSE_TIMEOUT):
+                await stack.aclose()
+        except Exception as exc:  # noqa: BLE001 — a dead service's own close fails: nothing is left to save
+            log.info("service_close_failed", error=repr(exc))
 
     async def _stop_service(self, name: str, stack: AsyncExitStack) -> None:
         if self._services.get(name, (None, None))[1] is stack:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import aiomysql
@@ -22,7 +24,8 @@ import pymysql
 
 from environments.base import Environment, EpisodeError
 from environments.rewards.sql import is_ordered, original_reward, original_rows, strict_reward, strict_rows
-from environments.sql_server import GRACE, Outcome, SqlServer, SqlSettings, run_query, sql_server
+from environments.sql_server import (GRACE, Outcome, SqlServer, SqlServerError, SqlSettings, forget_if_dead, run_query,
+                                     sql_server)
 
 if TYPE_CHECKING:
     from environments.runtime import Runtime
@@ -127,15 +130,32 @@ class SqlEnv(Environment):
             raise EpisodeError(f"SQL task {task.id} names no database")
         self._server = await sql_server(self.runtime, task.image, self.settings)
         session = SqlSession(self._server, str(db))
-        await session.open()
+        async with self._dead_server_forgotten():
+            await session.open()
         self._session, self._last = session, Outcome()
+
+    @asynccontextmanager
+    async def _dead_server_forgotten(self) -> AsyncIterator[None]:
+        """A SqlServerError raised through: the server's container is checked, and if it died,
+        the runtime forgets the server, so that the episode's re-run starts a new one."""
+        try:
+            yield
+        except SqlServerError:
+            if self._server is not None:
+                await forget_if_dead(self.runtime, self._server)
+            raise
 
     async def _execute(self, action: str) -> tuple[str, bool]:
         assert self._session is not None and self._server is not None
-        self._last = await self._session.run(action)
+        async with self._dead_server_forgotten():
+            self._last = await self._session.run(action)
         return observation(self._last, self._server.settings.shown_rows), self._last.ok
 
     async def _reward(self, argument: str) -> tuple[float, dict[str, Any]]:
+        async with self._dead_server_forgotten():
+            return await self._score()
+
+    async def _score(self) -> tuple[float, dict[str, Any]]:
         assert self.task is not None
         gold = await self._gold(self.task)
         if gold["ordered"]:

@@ -148,8 +148,9 @@ class SqlServer:
     """A started server. `connect` opens an episode session; `read` runs a query on a pristine
     connection (for gold results), apart from the episodes' connection budget."""
 
-    def __init__(self, image: str, host: str, container_id: str, password: str, settings: SqlSettings) -> None:
-        self.image, self.host, self.container_id = image, host, container_id
+    def __init__(self, sandbox: Sandbox, host: str, password: str, settings: SqlSettings) -> None:
+        self.sandbox = sandbox  # the lease of its container, held for the runtime's life
+        self.image, self.host, self.container_id = sandbox.image, host, sandbox.container_id
         self.settings = settings
         self._password = password
         self.sessions = asyncio.Semaphore(settings.connections)  # the server's connection slots
@@ -234,6 +235,23 @@ async def sql_server(runtime: Runtime, image: str, settings: SqlSettings | None 
     return await runtime.service(f"sql:{image}", start)
 
 
+async def forget_if_dead(runtime: Runtime, server: SqlServer) -> None:
+    """After a SqlServerError: if the server's container is no longer running (it was killed, or
+    ran out of memory), the runtime forgets the server and the next episode starts another. A
+    server that is only slow stays; an engine that went away is the engine watch's to handle."""
+    try:
+        with engine_call("inspect the SQL container", container_id=server.container_id, image=server.image):
+            info = await runtime.docker.containers.container(server.container_id).show()
+        running = bool((info.get("State") or {}).get("Running"))
+    except aiodocker.DockerError:  # 404: it is gone
+        running = False
+    except SandboxError:
+        return
+    if not running:
+        server.sandbox.discard("the SQL server's container stopped")
+        await runtime.drop_service(f"sql:{server.image}", server)
+
+
 async def start_server(runtime: Runtime, image: str, stack: AsyncExitStack, settings: SqlSettings) -> SqlServer:
     """Lease the image's container for the runtime's lifetime, wait until MariaDB answers, and
     create the read-only account."""
@@ -242,7 +260,7 @@ async def start_server(runtime: Runtime, image: str, stack: AsyncExitStack, sett
     await _wait_ready(sandbox, settings.ready_timeout)
     password = secrets.token_hex(16)
     await _create_reader(sandbox, password)
-    server = SqlServer(image, host, sandbox.container_id, password, settings)
+    server = SqlServer(sandbox, host, password, settings)
     await stack.enter_async_context(server._gold_pool())  # noqa: SLF001 — the server's own lifecycle
     return server
 

@@ -34,7 +34,7 @@ from orchestrator.errors import EngineUnavailable, SandboxError
 
 log = structlog.get_logger(__name__)
 
-PROBE_TIMEOUT = 3.0  # seconds for one "are you there?" to the engine
+PROBE_TIMEOUT = 10.0  # seconds for one "are you there?": a busy engine is slow, not away
 FIRST_DELAY, MAX_DELAY = 0.25, 2.0  # backoff between probes while the engine is away (a probe is one connection)
 NOTE_EVERY = 30.0  # seconds between "still waiting" lines
 
@@ -47,7 +47,6 @@ class EngineWatch:
         self.generation = 0  # moves on after each recovery
         self.outages = 0
         self.down_since: float | None = None  # monotonic time the current outage began
-        self.recovery_seconds: list[float] = []  # per outage: from noticing it to containers forgotten
         self._outage: asyncio.Task[None] | None = None
         self._events: asyncio.Task[None] | None = None
         self._closed = False
@@ -74,6 +73,9 @@ class EngineWatch:
     # ------------------------------------------------------------------ noticing
 
     def _follow(self) -> None:
+        previous = self._events
+        if previous is not None and not previous.done():  # an episode noticed the outage first
+            previous.cancel()
         self._events = asyncio.ensure_future(self._follow_events())
 
     async def _follow_events(self) -> None:
@@ -131,7 +133,6 @@ class EngineWatch:
             except SandboxError as exc:  # it went away again while we recovered
                 log.warning("engine_recovery_failed", error=str(exc))
                 await asyncio.sleep(MAX_DELAY)  # before the engine is probed again
-        self.recovery_seconds.append(time.monotonic() - started)
         self.generation += 1
         self.down_since, self._outage = None, None
         log.warning("engine_back", host=self.host, after_s=round(time.monotonic() - started, 1))

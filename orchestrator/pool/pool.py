@@ -115,7 +115,7 @@ class Pool:
             raise
         finally:
             sandbox.close()
-            pool.release(member, broken)
+            pool.release(member, broken or sandbox.broken)
 
     def capacity(self, image: str) -> int:
         """How many containers of `image` serve, or soon will (0 before its first lease)."""

@@ -25,6 +25,7 @@ class Sandbox:
         self.limits = limits
         self.cwd = "/"
         self._closed = False
+        self.broken: str | None = None  # set by `discard`: the lease retires the container
 
     @property
     def image(self) -> str:
@@ -68,6 +69,11 @@ class Sandbox:
         """Run Python `codes` in the lease's persistent interpreter `name`; gone with the lease."""
         return await self._driver().python(codes, timeout=timeout or self.limits.timeout,
                                            cap=cap or self.limits.output_cap, name=name, fresh=fresh, close=close)
+
+    def discard(self, reason: str) -> None:
+        """The container is no good any more (it died under a service): when the lease ends, the
+        pool removes it instead of resetting it for the next lease."""
+        self.broken = reason
 
     def close(self) -> None:
         self._closed = True
