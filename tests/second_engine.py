@@ -44,6 +44,7 @@ class SecondEngine:
         self.base.mkdir(parents=True, exist_ok=True)
         _ensure_bridge()
         self._stop_stale()
+        self._unmount_leftovers()
         argv = ["dockerd", "--host", self.host, "--data-root", str(self.base / "data"), "--exec-root", str(EXEC_ROOT),
                 "--pidfile", str(self.pidfile), "--bridge", BRIDGE, "--iptables=false", "--ip-masq=false",
                 "--log-level", "warn"]
@@ -77,6 +78,7 @@ class SecondEngine:
             if left:
                 self.docker("rm", "-f", *left)
         self.stop()
+        self._unmount_leftovers()
         subprocess.run(["ip", "link", "delete", BRIDGE], capture_output=True)
 
     def _stop_stale(self) -> None:
@@ -92,6 +94,16 @@ class SecondEngine:
         deadline = time.monotonic() + STOP_TIMEOUT
         while _alive(pid) and time.monotonic() < deadline:
             time.sleep(0.1)
+
+    def _unmount_leftovers(self) -> None:
+        """With the engine stopped: what is still mounted under its data root. A mount made while
+        the engine was binding its root again (a container started in that moment) would be
+        hidden under the next bind, and its container could never be removed."""
+        root = f"{self.base / 'data'}/"
+        with open("/proc/self/mountinfo", encoding="utf-8") as table:
+            points = [line.split(" ", 5)[4] for line in table]
+        for point in sorted((p for p in points if p.startswith(root)), key=len, reverse=True):
+            subprocess.run(["umount", "--lazy", point], capture_output=True)
 
     # ------------------------------------------------------------------ use
 

@@ -160,11 +160,15 @@ class Pool:
             await asyncio.sleep(0.25)
 
     async def _health_loop(self) -> None:
+        """Runs for the pool's life: one round's failure is logged, and the next round comes."""
         while True:
             await asyncio.sleep(min((p.config.health_interval for p in self._pools.values()), default=30.0) / 2)
             for pool in list(self._pools.values()):
                 if pool.suspended is None:
-                    await pool.check_health()
+                    try:
+                        await pool.check_health()
+                    except Exception as exc:  # noqa: BLE001 — the checks must go on for the other containers
+                        log.warning("pool.health_check_failed", image=pool.image, error=repr(exc))
 
     def suspend(self, reason: str) -> None:
         """The engine went away: no new containers, waiting leases fail with EngineLost."""
