@@ -5,8 +5,12 @@
     outcome = await strategy.run(env, task, model, max_turns=10)
 
 Every model, the offline ones included, goes through the same path: it returns text, from which
-the strategy takes the action (a fenced code block), so prompting and parsing are exercised even
-without an API key.
+the strategy takes the action, so prompting and parsing are exercised even without an API key.
+
+The names `single`, `try_again`, `react`, `plan_solve` and `plan_solve_refine` are the paper's
+protocols, as the original's scripts ran them (agents/strategies/paper_*.py, docs/fidelity.md).
+The project's own variants, which take actions from fenced code blocks, have names of their own:
+`single_fenced`, `try_again_fenced`, `react_fenced`, `plan_solve_fenced`.
 """
 
 from __future__ import annotations
@@ -24,15 +28,20 @@ if TYPE_CHECKING:
 
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": ...}
 EpisodeStatus = Literal["submitted", "max_turns", "solved", "model_error", "budget_exhausted"]
+# The form a strategy reads an action from: a fenced code block (the project's variants), the
+# paper's parsers ("paper"), or a ReAct `Thought N: ... / Action N: execute[...]` answer ("react").
+AnswerStyle = Literal["fenced", "paper", "react"]
 
 
 class Model(Protocol):
-    """A source of assistant messages. `task` and `turn` let offline models (oracle, replay) answer
-    without reading the prompt; LLM-backed models ignore them."""
+    """A source of assistant messages. `task`, `turn` and `style` let offline models (oracle,
+    replay) answer without reading the prompt, in the form the strategy reads; LLM-backed models
+    ignore them (the prompt says the form)."""
 
     name: str
 
-    async def complete(self, messages: Sequence[Message], *, task: Task, turn: int) -> str: ...
+    async def complete(self, messages: Sequence[Message], *, task: Task, turn: int,
+                       style: AnswerStyle = "fenced") -> str: ...
 
 
 @dataclass
@@ -67,18 +76,25 @@ class Strategy(Protocol):
     async def run(self, env: Environment, task: Task, model: Model, *, max_turns: int) -> EpisodeOutcome: ...
 
 
-# name -> "module:Class", imported on first use
-STRATEGIES = {
-    "single": "agents.strategies.single:SingleTurn",
-    "try_again": "agents.strategies.try_again:TryAgain",
-    "react": "agents.strategies.react:ReAct",
-    "plan_solve": "agents.strategies.plan_solve:PlanSolve",
+# name -> ("module:Class", options), imported on first use
+STRATEGIES: dict[str, tuple[str, dict[str, Any]]] = {
+    "single": ("agents.strategies.paper_n_turn:PaperSingle", {}),
+    "try_again": ("agents.strategies.paper_n_turn:PaperTryAgain", {}),
+    "react": ("agents.strategies.paper_react:PaperReAct", {}),
+    "plan_solve": ("agents.strategies.paper_plan_solve:PaperPlanSolve", {}),
+    "plan_solve_refine": ("agents.strategies.paper_plan_solve:PaperPlanSolve", {"refine_turns": 3}),
+    "single_fenced": ("agents.strategies.single:SingleTurn", {}),
+    "try_again_fenced": ("agents.strategies.try_again:TryAgain", {}),
+    "react_fenced": ("agents.strategies.react:ReAct", {}),
+    "plan_solve_fenced": ("agents.strategies.plan_solve:PlanSolve", {}),
 }
+PAPER_STRATEGIES = ("single", "try_again", "react", "plan_solve", "plan_solve_refine")
 
 
 def get_strategy(name: str, **options: Any) -> Strategy:
     try:
-        module, cls = STRATEGIES[name].split(":")
+        target, preset = STRATEGIES[name]
     except KeyError:
         raise ConfigError(f"unknown strategy {name!r}; known: {', '.join(STRATEGIES)}") from None
-    return getattr(importlib.import_module(module), cls)(**options)
+    module, cls = target.split(":")
+    return getattr(importlib.import_module(module), cls)(**{**preset, **options})

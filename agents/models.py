@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agents.base import Message, Model
+from agents.base import AnswerStyle, Message, Model
 from orchestrator.errors import ConfigError
 from orchestrator.fidelity.trajectories import Episode, TaskFinder, read_episodes
 from orchestrator.fidelity.validate import gold_actions
@@ -34,13 +34,27 @@ def fenced(task: Task, action: str) -> str:
     return f"```{FENCE.get(task.env, '')}\n{action}\n```"
 
 
+def answer_as(task: Task, action: str, style: AnswerStyle = "fenced", turn: int = 0) -> str:
+    """`action` as a model would write it for a strategy that reads `style`: a fenced block; for
+    the paper's parsers a bare command (its Bash rule lower-cases fenced code), SQL still fenced
+    (its keyword rule would start at a SHOW inside a column name); for ReAct one numbered
+    Thought and Action, the code inside `execute[...]`."""
+    if style == "react":
+        line = action.strip() if action.strip().split(maxsplit=1)[:1] == ["submit"] else f"execute[{action}]"
+        return f"Thought {turn + 1}: I know what to do.\nAction {turn + 1}: {line}"
+    if style == "paper" and task.env != "sql":
+        return action
+    return fenced(task, action)
+
+
 class LLMModel:
     """A model behind `LLMClient`; `params` (temperature, max_tokens, ...) go with every call."""
 
     def __init__(self, client: LLMClient, model: str, **params: Any) -> None:
         self.client, self.name, self.params = client, model, params
 
-    async def complete(self, messages: Sequence[Message], *, task: Task, turn: int) -> str:
+    async def complete(self, messages: Sequence[Message], *, task: Task, turn: int,
+                       style: AnswerStyle = "fenced") -> str:
         return (await self.client.complete(self.name, messages, **self.params)).text
 
 
@@ -49,9 +63,10 @@ class OracleModel:
 
     name = "oracle"
 
-    async def complete(self, messages: Sequence[Message], *, task: Task, turn: int) -> str:
+    async def complete(self, messages: Sequence[Message], *, task: Task, turn: int,
+                       style: AnswerStyle = "fenced") -> str:
         actions = gold_actions(task)
-        return fenced(task, actions[min(turn, len(actions) - 1)])
+        return answer_as(task, actions[min(turn, len(actions) - 1)], style, turn)
 
 
 class ReplayModel:
@@ -69,14 +84,15 @@ class ReplayModel:
         self._finder = TaskFinder(data_dir)
         self._by_task: dict[str, Episode | None] = {}
 
-    async def complete(self, messages: Sequence[Message], *, task: Task, turn: int) -> str:
+    async def complete(self, messages: Sequence[Message], *, task: Task, turn: int,
+                       style: AnswerStyle = "fenced") -> str:
         if task.id not in self._by_task:
             # TaskFinder reads dataset files: off the event loop.
             self._by_task[task.id] = await asyncio.to_thread(self._episode_of, task)
         episode = self._by_task[task.id]
         if episode is None or turn >= len(episode.turns):
-            return fenced(task, "submit")
-        return fenced(task, episode.turns[turn].action)
+            return answer_as(task, "submit", style, turn)
+        return answer_as(task, episode.turns[turn].action, style, turn)
 
     def _episode_of(self, task: Task) -> Episode | None:
         query = _norm(task.query)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from agents.base import Message
+from agents.base import AnswerStyle, Message
 from agents.llm.errors import ModelError
 
 if TYPE_CHECKING:
@@ -25,7 +25,8 @@ class ScriptedModel:
         self.outputs = list(outputs)
         self.calls: list[list[Message]] = []
 
-    async def complete(self, messages: Sequence[Message], *, task: Task, turn: int) -> str:
+    async def complete(self, messages: Sequence[Message], *, task: Task, turn: int,
+                       style: AnswerStyle = "fenced") -> str:
         self.calls.append([dict(m) for m in messages])
         if len(self.calls) > len(self.outputs):
             raise ModelError(self.name, f"script exhausted after {len(self.outputs)} outputs")

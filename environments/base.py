@@ -123,6 +123,11 @@ class Environment(ABC):
             raise EpisodeError("score() before reset()")
         return await self._reward("")
 
+    def observation_rows(self) -> list[Any] | None:
+        """The last action's result as rows, where the kind has them (SQL), else None: the
+        paper's harness clipped such an observation by rows, not characters."""
+        return None
+
     async def close(self) -> None:
         resetting, self._resetting = self._resetting, None
         if resetting is not None:  # the episode ended before using it (its model failed)

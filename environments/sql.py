@@ -145,6 +145,9 @@ class SqlEnv(Environment):
                 await forget_if_dead(self.runtime, self._server)
             raise
 
+    def observation_rows(self) -> list[Any] | None:
+        return self._last.rows if self._last.ok else None
+
     async def _execute(self, action: str) -> tuple[str, bool]:
         assert self._session is not None and self._server is not None
         async with self._dead_server_forgotten():

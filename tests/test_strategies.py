@@ -1,4 +1,4 @@
-"""The four strategies with scripted models, on the starter tasks in real containers."""
+"""The project's four fenced-code strategies with scripted models, on the starter tasks in real containers."""
 
 from __future__ import annotations
 
@@ -51,13 +51,13 @@ def last_user(messages: list[Message]) -> str:
 
 
 async def test_single_turn_scores_its_one_action(runtime: Runtime) -> None:
-    outcome, model = await play(runtime, "single", task("sql", 1), [GENRES, "never asked"])
+    outcome, model = await play(runtime, "single_fenced", task("sql", 1), [GENRES, "never asked"])
     assert len(outcome.turns) == 1 and len(model.calls) == 1
     assert outcome.turns[0].reward == 1.0 and outcome.status == "solved" and outcome.success
 
 
 async def test_single_turn_without_code_runs_nothing(runtime: Runtime) -> None:
-    outcome, _ = await play(runtime, "single", task("sql", 1), ["The genres are fiction and poetry."])
+    outcome, _ = await play(runtime, "single_fenced", task("sql", 1), ["The genres are fiction and poetry."])
     (turn,) = outcome.turns
     assert (turn.action, turn.executed, turn.reward) == (None, False, 0.0)
     assert turn.observation == retry_message("sql") and not outcome.success
@@ -65,7 +65,7 @@ async def test_single_turn_without_code_runs_nothing(runtime: Runtime) -> None:
 
 async def test_try_again_retries_without_code_and_stops_at_reward_one(runtime: Runtime) -> None:
     outputs = ["I would count the errors.", "```bash\nls /starter/logs\n```", GREP, "```bash\necho never\n```"]
-    outcome, model = await play(runtime, "try_again", task("bash"), outputs)
+    outcome, model = await play(runtime, "try_again_fenced", task("bash"), outputs)
     assert [t.action for t in outcome.turns] == [None, "ls /starter/logs", GREP.split("\n")[1]]
     assert [t.executed for t in outcome.turns] == [False, True, True]
     assert outcome.turns[0].reward == 0.0 and outcome.turns[1].reward < 1.0 and outcome.turns[2].reward == 1.0
@@ -77,7 +77,7 @@ async def test_try_again_retries_without_code_and_stops_at_reward_one(runtime: R
 
 async def test_try_again_runs_out_of_turns(runtime: Runtime) -> None:
     outputs = ["```sql\nSELECT title FROM books\n```"] * 4
-    outcome, model = await play(runtime, "try_again", task("sql", 1), outputs, max_turns=3,
+    outcome, model = await play(runtime, "try_again_fenced", task("sql", 1), outputs, max_turns=3,
                                 show_reward=False, dialogue_limit=1)
     assert len(outcome.turns) == 3 and outcome.status == "max_turns"
     assert all(t.executed and t.reward < 1.0 for t in outcome.turns)
@@ -88,7 +88,7 @@ async def test_try_again_runs_out_of_turns(runtime: Runtime) -> None:
 async def test_try_again_python_autosubmits_a_def(runtime: Runtime) -> None:
     wrong = "```python\ndef sum_even_squares(nums):\n    return -1\n```"
     right = "```python\ndef sum_even_squares(nums):\n    return sum(n * n for n in nums if n % 2 == 0)\n```"
-    outcome, _ = await play(runtime, "try_again", task("python"), ["```python\n1 + 1\n```", wrong, right])
+    outcome, _ = await play(runtime, "try_again_fenced", task("python"), ["```python\n1 + 1\n```", wrong, right])
     assert [t.reward for t in outcome.turns] == [0.0, 0.0, 1.0]
     assert outcome.turns[0].observation == "{'output': '2', 'error': ''}"
     assert outcome.status == "solved"
@@ -97,7 +97,7 @@ async def test_try_again_python_autosubmits_a_def(runtime: Runtime) -> None:
 async def test_try_again_ctf_goes_on_after_a_wrong_flag(runtime: Runtime) -> None:
     ctf = task("ctf")
     outputs = ["```bash\nsubmit starter{wrong}\n```", f"```bash\nsubmit {ctf.gold_text}\n```"]
-    outcome, _ = await play(runtime, "try_again", ctf, outputs)
+    outcome, _ = await play(runtime, "try_again_fenced", ctf, outputs)
     assert [t.reward for t in outcome.turns] == [0.0, 1.0] and outcome.status == "solved"
 
 
@@ -105,7 +105,7 @@ async def test_react_submits_and_scores_the_submission(runtime: Runtime) -> None
     outputs = ["Thought: where are the logs?\nAction: execute[ls /starter/logs]",
                "Thought: count them\nAction: execute[grep -c ERROR /starter/logs/app.log]\nObservation: 3",
                "Thought: the last output answers it\nAction: submit"]
-    outcome, model = await play(runtime, "react", task("bash"), outputs)
+    outcome, model = await play(runtime, "react_fenced", task("bash"), outputs)
     assert [t.action for t in outcome.turns] == ["ls /starter/logs", "grep -c ERROR /starter/logs/app.log", "submit"]
     assert [t.reward for t in outcome.turns] == [0.0, 0.0, 1.0] and outcome.status == "solved"
     assert last_user(model.calls[1]).startswith("Observation: ")
@@ -113,7 +113,7 @@ async def test_react_submits_and_scores_the_submission(runtime: Runtime) -> None
 
 async def test_react_is_submitted_for_it_at_max_turns(runtime: Runtime) -> None:
     outputs = ["Thought: hmm\nAction: ask someone", "Thought: look\nAction: execute[ls /starter]"]
-    outcome, _ = await play(runtime, "react", task("bash"), outputs, max_turns=2)
+    outcome, _ = await play(runtime, "react_fenced", task("bash"), outputs, max_turns=2)
     assert [t.action for t in outcome.turns] == [None, "ls /starter", "submit"]
     assert [t.executed for t in outcome.turns] == [False, True, True]
     assert outcome.status == "max_turns" and outcome.reward < 1.0
@@ -121,7 +121,7 @@ async def test_react_is_submitted_for_it_at_max_turns(runtime: Runtime) -> None:
 
 async def test_plan_solve_runs_one_action_per_step(runtime: Runtime) -> None:
     outputs = ["1. Show the tables\n2. Count the books of each genre", "```sql\nSHOW TABLES\n```", GENRES]
-    outcome, model = await play(runtime, "plan_solve", task("sql", 1), outputs)
+    outcome, model = await play(runtime, "plan_solve_fenced", task("sql", 1), outputs)
     assert len(outcome.turns) == 2 and [t.reward for t in outcome.turns][-1] == 1.0
     assert "Step: Show the tables" in last_user(model.calls[1])
     assert "Step: Count the books of each genre" in last_user(model.calls[2])
@@ -130,14 +130,14 @@ async def test_plan_solve_runs_one_action_per_step(runtime: Runtime) -> None:
 
 async def test_plan_solve_refines_once(runtime: Runtime) -> None:
     outputs = ["1. Count the books", "```sql\nSELECT COUNT(*) FROM books\n```", "no code here", GENRES]
-    outcome, _ = await play(runtime, "plan_solve", task("sql", 1), outputs, refine=True, refine_turns=2)
+    outcome, _ = await play(runtime, "plan_solve_fenced", task("sql", 1), outputs, refine=True, refine_turns=2)
     assert [t.executed for t in outcome.turns] == [True, False, True]
     assert [t.reward for t in outcome.turns][1:] == [0.0, 1.0] and outcome.status == "solved"
-    outcome, _ = await play(runtime, "plan_solve", task("sql", 1), outputs[:3], refine=False)
+    outcome, _ = await play(runtime, "plan_solve_fenced", task("sql", 1), outputs[:3], refine=False)
     assert len(outcome.turns) == 1 and outcome.status == "submitted"
 
 
-@pytest.mark.parametrize("strategy", ["single", "try_again", "react", "plan_solve"])
+@pytest.mark.parametrize("strategy", ["single_fenced", "try_again_fenced", "react_fenced", "plan_solve_fenced"])
 async def test_model_error_fails_the_episode(runtime: Runtime, strategy: str) -> None:
     error = ModelError("scripted", "rate limited for good", kind="rate_limit")
     outcome, _ = await play(runtime, strategy, task("bash"), [error])
@@ -151,7 +151,7 @@ class ClientModel:
     def __init__(self, client: LLMClient, name: str) -> None:
         self.client, self.name = client, name
 
-    async def complete(self, messages: Sequence[Message], *, task: Task, turn: int) -> str:
+    async def complete(self, messages: Sequence[Message], *, task: Task, turn: int, style: str = "fenced") -> str:
         return (await self.client.complete(self.name, messages)).text
 
 
@@ -162,7 +162,7 @@ async def test_try_again_with_llm_client_and_scripted_server(runtime: Runtime) -
     async with ScriptedLLMServer(config) as server:
         client = LLMClient([ModelSpec(name=name, api_base=f"{server.base_url}/v1", api_key="sk-test-0000", timeout=10)])
         async with make_environment("bash", runtime) as env:
-            outcome = await get_strategy("try_again").run(env, task("bash"), ClientModel(client, name), max_turns=4)
+            outcome = await get_strategy("try_again_fenced").run(env, task("bash"), ClientModel(client, name), max_turns=4)
         bodies = [r.body for r in server.requests if r.body]
     assert [t.reward for t in outcome.turns][-1] == 1.0 and len(outcome.turns) == 2
     assert outcome.status == "solved" and len(bodies) == 2
@@ -187,7 +187,7 @@ class _Watching:
 
         env._start = started  # noqa: SLF001
 
-    async def complete(self, messages: Sequence[Message], *, task: Task, turn: int) -> str:
+    async def complete(self, messages: Sequence[Message], *, task: Task, turn: int, style: str = "fenced") -> str:
         self.reset_done.append(self.started)
         try:
             await asyncio.sleep(self.delay)
@@ -197,9 +197,9 @@ class _Watching:
         return self.outputs[len(self.reset_done) - 1]
 
 
-@pytest.mark.parametrize("strategy", ["single", "try_again", "react", "plan_solve"])
+@pytest.mark.parametrize("strategy", ["single_fenced", "try_again_fenced", "react_fenced", "plan_solve_fenced"])
 async def test_the_first_answer_is_asked_for_while_the_environment_resets(runtime: Runtime, strategy: str) -> None:
-    answer = "Action: execute[grep -c ERROR /starter/logs/app.log]" if strategy == "react" else GREP
+    answer = "Action: execute[grep -c ERROR /starter/logs/app.log]" if strategy == "react_fenced" else GREP
     async with make_environment("bash", runtime) as env:
         model = _Watching(env, [answer] * 4, delay=0.05)
         outcome = await get_strategy(strategy).run(env, task("bash"), model, max_turns=3)
@@ -212,5 +212,5 @@ async def test_a_failed_reset_cancels_the_first_call_and_raises_its_error(runtim
     async with make_environment("bash", runtime) as env:
         model = _Watching(env, [GREP], delay=30)
         with pytest.raises(TaskUnavailable, match="downloads from the internet"):
-            await asyncio.wait_for(get_strategy("try_again").run(env, broken, model, max_turns=3), 10)
+            await asyncio.wait_for(get_strategy("try_again_fenced").run(env, broken, model, max_turns=3), 10)
     assert model.cancelled

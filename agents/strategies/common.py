@@ -16,7 +16,7 @@ from pathlib import Path
 from string import Template
 from typing import TYPE_CHECKING, Any
 
-from agents.base import EpisodeOutcome, Message, Model, Turn
+from agents.base import AnswerStyle, EpisodeOutcome, Message, Model, Turn
 from agents.llm.errors import ModelError
 from agents.parsing import extract_action
 from environments.base import ACTION_EXECUTED, Environment
@@ -65,30 +65,33 @@ def clip(observation: str, limit: int = OBSERVATION_LIMIT) -> str:
 @dataclass
 class Dialogue:
     """The messages of an episode: a pinned head (system prompt, question) and the turns after it,
-    of which only the last `limit` (an answer and the feedback to it) are sent."""
+    of which only the last `limit` (an answer and the feedback to it) are sent; with `by_message`,
+    the last `limit` messages, as the paper's chat policy kept them."""
 
     head: list[Message]
     limit: int | None = DIALOGUE_LIMIT
     body: list[Message] = field(default_factory=list)
     setup: asyncio.Future[Any] | None = None  # the environment's reset, while the first answer is asked for
+    by_message: bool = False
 
     def add(self, role: str, content: str) -> None:
         self.body.append({"role": role, "content": content})
 
     def window(self) -> list[Message]:
-        if self.limit is None or len(self.body) <= 2 * self.limit:
+        kept = None if self.limit is None else self.limit if self.by_message else 2 * self.limit
+        if kept is None or len(self.body) <= kept:
             return self.head + self.body
-        return self.head + self.body[len(self.body) - 2 * self.limit:]
+        return self.head + self.body[len(self.body) - kept:]
 
 
-async def ask(model: Model, dialogue: Dialogue, task: Task, turn: int) -> str:
+async def ask(model: Model, dialogue: Dialogue, task: Task, turn: int, style: AnswerStyle = "fenced") -> str:
     """The model's answer to the dialogue's window; it becomes part of the dialogue.
 
     The first answer is asked for while the environment resets (the question needs nothing from
     it): the container lease or database connection no longer adds to the episode's first turn.
     If the reset fails, the call is cancelled and the reset's error raised, as if it came first.
     """
-    call = model.complete(dialogue.window(), task=task, turn=turn)
+    call = model.complete(dialogue.window(), task=task, turn=turn, style=style)
     setup, dialogue.setup = dialogue.setup, None
     output = await call if setup is None else await _alongside(call, setup)
     dialogue.add("assistant", output)

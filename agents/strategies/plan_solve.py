@@ -1,4 +1,7 @@
-"""Plan & Solve: the model first writes a numbered plan; then, one turn per step, it gets the
+"""`plan_solve_fenced`, the project's own Plan & Solve, which takes actions from fenced code blocks (the
+parser of agents/parsing.py), not the paper's protocol (which is `plan_solve`: paper_*.py).
+
+Plan & Solve: the model first writes a numbered plan; then, one turn per step, it gets the
 step (and the previous output) and answers with the action for it, which runs and is scored as
 the original harness did. With `refine`, when the plan ends below reward 1, it gets
 `refine_turns` more turns to revise after seeing the result. The plan itself is not a turn.
@@ -38,7 +41,7 @@ def plan_steps(plan: str) -> list[str]:
 
 
 class PlanSolve:
-    name = "plan_solve"
+    name = "plan_solve_fenced"
 
     def __init__(self, refine: bool = False, refine_turns: int = 1, dialogue_limit: int | None = DIALOGUE_LIMIT,
                  observation_limit: int = OBSERVATION_LIMIT) -> None:

@@ -1,4 +1,7 @@
-"""ReAct: Thought / Action / Observation turns. Actions run as plain steps (reward 0); the episode
+"""`react_fenced`, the project's own ReAct, which takes actions from fenced code blocks (the
+parser of agents/parsing.py), not the paper's protocol (which is `react`: paper_*.py).
+
+ReAct: Thought / Action / Observation turns. Actions run as plain steps (reward 0); the episode
 ends when the model submits (the submission is scored) or skips. Out of turns, it is submitted for
 it, as the original did, and that submission is recorded as one more turn (with no output).
 """
@@ -34,7 +37,7 @@ DEFAULT_SUBMIT = ("", "the output of your last command is taken as the answer")
 
 
 class ReAct:
-    name = "react"
+    name = "react_fenced"
 
     def __init__(self, dialogue_limit: int | None = DIALOGUE_LIMIT, observation_limit: int = OBSERVATION_LIMIT) -> None:
         self.dialogue_limit = dialogue_limit

@@ -1,4 +1,7 @@
-"""Single Turn: the model gets one action; it runs and is scored as if submitted right after."""
+"""`single_fenced`, the project's own Single Turn, which takes actions from fenced code blocks (the
+parser of agents/parsing.py), not the paper's protocol (which is `single`: paper_*.py).
+
+Single Turn: the model gets one action; it runs and is scored as if submitted right after."""
 
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ if TYPE_CHECKING:
 
 
 class SingleTurn:
-    name = "single"
+    name = "single_fenced"
 
     def __init__(self, dialogue_limit: int | None = DIALOGUE_LIMIT) -> None:
         self.dialogue_limit = dialogue_limit

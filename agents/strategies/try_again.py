@@ -1,4 +1,7 @@
-"""Try Again: act, see the output (and the reward), act again, until reward 1 or `max_turns`.
+"""`try_again_fenced`, the project's own Try Again, which takes actions from fenced code blocks (the
+parser of agents/parsing.py), not the paper's protocol (which is `try_again`: paper_*.py).
+
+Try Again: act, see the output (and the reward), act again, until reward 1 or `max_turns`.
 
 Every action is scored right after it without ending the episode, by the original harness's rule
 (`common.harness_step`). A reply without code runs nothing: reward 0, the retry message back.
@@ -29,7 +32,7 @@ if TYPE_CHECKING:
 
 
 class TryAgain:
-    name = "try_again"
+    name = "try_again_fenced"
 
     def __init__(self, show_reward: bool = True, dialogue_limit: int | None = DIALOGUE_LIMIT,
                  observation_limit: int = OBSERVATION_LIMIT) -> None:

@@ -2,8 +2,9 @@
 per episode that records its calls (tokens, latency, cost, served name) for the store.
 
 The local server answers over real HTTP through litellm. It knows a seeded share of the tasks
-and answers those with the gold action; the request's standard `user` field carries the task id,
-which is how it tells them apart.
+and answers those with the gold action, written the way the episode's strategy reads actions; the
+request's standard `user` field carries the task id and that form (`local_key`), which is how it
+tells them apart.
 """
 
 from __future__ import annotations
@@ -19,11 +20,11 @@ from pathlib import Path
 import structlog
 from pydantic import SecretStr
 
-from agents.base import Message, Model
+from agents.base import AnswerStyle, Message, Model
 from agents.llm import Budget, LLMClient, ModelError, ModelSpec
 from agents.llm.server import ScriptedLLMServer, ServerConfig
 from agents.llm.transport import transport
-from agents.models import check_llm, fenced, resolve_model
+from agents.models import answer_as, check_llm, resolve_model
 from orchestrator.errors import ConfigError
 from orchestrator.fidelity.validate import gold_actions
 from orchestrator.store import LLMCall
@@ -55,11 +56,12 @@ class RecordingModel:
     def __init__(self, client: LLMClient, config: ModelConfig, calls: list[LLMCall]) -> None:
         self.client, self.config, self.calls, self.name = client, config, calls, config.name
 
-    async def complete(self, messages: Sequence[Message], *, task: Task, turn: int) -> str:
+    async def complete(self, messages: Sequence[Message], *, task: Task, turn: int,
+                       style: AnswerStyle = "fenced") -> str:
         params = dict(self.config.params)
         if self.config.local is not None:
             # How the offline server knows which task it answers (litellm drops a plain `user`).
-            params["extra_body"] = {**params.get("extra_body", {}), "user": task.id}
+            params["extra_body"] = {**params.get("extra_body", {}), "user": local_key(task, style, turn)}
         completion = await self.client.complete(self.name, messages, **params)
         u = completion.usage
         self.calls.append(LLMCall(u.model, u.served_model, u.prompt_tokens, u.completion_tokens, u.latency_s,
@@ -87,7 +89,7 @@ class SweepModels:
                     continue
                 api_base, key = model.api_base, _api_key(model)
                 if model.local is not None:
-                    local = ScriptedLLMServer(_server_config(model.local, tasks), keep_requests=False)
+                    local = ScriptedLLMServer(_server_config(model.local, tasks, config.max_turns), keep_requests=False)
                     server = await stack.enter_async_context(local)
                     api_base, key = f"{server.base_url}/v1", SecretStr(LOCAL_KEY)
                 specs.append(ModelSpec(name=model.name, api_base=api_base, api_key=key, limits=model.limits,
@@ -136,8 +138,24 @@ def _api_key(model: ModelConfig) -> SecretStr | None:
     return SecretStr(value)
 
 
-def _server_config(local: LocalServer, tasks: list[Task]) -> ServerConfig:
-    answers = {task.id: fenced(task, gold_actions(task)[0]) for task in tasks if _knows(local, task)}
+def local_key(task: Task, style: AnswerStyle, turn: int) -> str:
+    """What the offline server's answer is keyed by: the task, the form, and for ReAct the turn
+    (its answers are numbered, and it acts first and submits after)."""
+    if style == "fenced":
+        return task.id
+    return f"{task.id}|{style}" + (f"|{turn}" if style == "react" else "")
+
+
+def _server_config(local: LocalServer, tasks: list[Task], max_turns: int) -> ServerConfig:
+    answers: dict[str, str] = {}
+    for task in tasks:
+        if _knows(local, task):
+            actions = gold_actions(task)
+            answers[local_key(task, "fenced", 0)] = answer_as(task, actions[0], "fenced")
+            answers[local_key(task, "paper", 0)] = answer_as(task, actions[0], "paper")
+            for turn in range(max_turns):
+                answers[local_key(task, "react", turn)] = answer_as(task, actions[min(turn, len(actions) - 1)],
+                                                                    "react", turn)
     return ServerConfig(latency=local.latency, rpm=local.rpm, answers=answers, default_answer=local.default_answer)
 
 

@@ -1,0 +1,166 @@
+"""The paper's four protocols, checked against what the original's scripts did, with scripted
+models on the starter tasks in real containers: the turn grammar, the parse, the clipping, the
+reward per turn, the dialogue window and the forced submit (experiments/eval_n_turn.py,
+eval_react.py, eval_plan_solve.py of ../shared/intercode-original)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+
+import aiodocker
+import pytest
+
+from agents.base import get_strategy
+from agents.scripted import ScriptedModel
+from agents.strategies.common import retry_message
+from agents.strategies.paper_plan_solve import paper_plan_steps
+from agents.strategies.paper_react import FORCED, split_answer
+from environments import make_environment
+from environments.runtime import Runtime
+from tasks import Task, load_tasks
+from tests.conftest import clean_runtime, require_image
+
+pytestmark = pytest.mark.docker
+GREP = "grep -c ERROR /starter/logs/app.log"  # starter-bash/0's gold
+GENRES = "SELECT genre, COUNT(*) FROM books GROUP BY genre"  # starter-sql/1's gold
+LONG = "seq 1 1000"  # 3,892 characters of output
+MANY_ROWS = "SELECT seq FROM seq_1_to_100"  # 100 rows (MariaDB's sequence engine)
+
+
+@pytest.fixture(scope="module")
+async def runtime(docker: aiodocker.Docker) -> AsyncIterator[Runtime]:
+    await require_image(docker, "intercode/sql-starter")
+    async with clean_runtime(docker, "intercode/starter") as runtime:
+        yield runtime
+
+
+def task(kind: str, index: int = 0) -> Task:
+    return load_tasks(f"starter-{kind}")[index]
+
+
+async def play(runtime: Runtime, strategy: str, task: Task, outputs: Sequence[str], max_turns: int = 5):
+    model = ScriptedModel(outputs)
+    async with make_environment(task.env, runtime) as env:
+        outcome = await get_strategy(strategy).run(env, task, model, max_turns=max_turns)
+    return outcome, model
+
+
+def users(messages: list[dict[str, str]]) -> list[str]:
+    return [m["content"] for m in messages if m["role"] == "user"]
+
+
+# ---------------------------------------------------------------- Single and Try Again (eval_n_turn)
+
+async def test_try_again_parses_as_the_paper_and_keeps_the_parse_in_the_dialogue(runtime):
+    outputs = ["Let me look.\n```BASH\nLS -LA /STARTER\n```", f"bash: {GREP}"]
+    outcome, model = await play(runtime, "try_again", task("bash"), outputs)
+    first, second = outcome.turns
+    assert first.action == "ls -la /starter" and first.executed  # fenced Bash is lower-cased
+    assert first.reward < 1 and second.action == GREP and second.reward == 1.0
+    assert outcome.status == "solved" and len(model.calls) == 2
+    assistant = [m["content"] for m in model.calls[1] if m["role"] == "assistant"]
+    assert assistant == ["ls -la /starter"]  # what the parser made of the answer, not the answer
+    assert f"Reward: {first.reward}" in users(model.calls[1])[-1]
+
+
+async def test_try_again_clips_text_to_1000_characters_and_rows_to_50(runtime):
+    _, model = await play(runtime, "try_again", task("bash"), [LONG, "submit"], max_turns=2)
+    feedback = users(model.calls[1])[-1]
+    assert "1\n2\n3" in feedback and "\n999\n" not in feedback and "truncated" not in feedback
+    assert len(feedback) < 1000 + 400
+    outputs = [f"```sql\n{MANY_ROWS}\n```", f"```sql\n{GENRES}\n```"]
+    _, model = await play(runtime, "try_again", task("sql", 1), outputs, max_turns=2)
+    feedback = users(model.calls[1])[-1]
+    assert "(50,)" in feedback and "(51,)" not in feedback  # 50 rows, however long
+
+
+async def test_try_again_without_code_feeds_back_the_retry_message_with_reward_zero(runtime):
+    outputs = ["The genres are fiction and poetry.", f"```sql\n{GENRES}\n```"]
+    outcome, model = await play(runtime, "try_again", task("sql", 1), outputs)
+    assert outcome.turns[0].action is None and outcome.turns[0].reward == 0.0 and not outcome.turns[0].executed
+    feedback = users(model.calls[1])[-1]
+    assert retry_message("sql").strip().splitlines()[0] in feedback and "Reward: 0.0" in feedback
+    assert outcome.turns[1].reward == 1.0
+
+
+async def test_try_again_keeps_the_last_five_messages(runtime):
+    outputs = [f"echo x{n}" for n in range(5)]
+    _, model = await play(runtime, "try_again", task("bash"), outputs, max_turns=5)
+    last = model.calls[-1]
+    assert [m["role"] for m in last[:2]] == ["system", "user"] and len(last) == 2 + 5
+    assert last[2]["role"] == "user" and "echo x0" not in str(last[2:])  # the oldest messages are gone
+
+
+async def test_an_answer_the_original_parser_raised_on_ends_the_episode(runtime):
+    outcome, model = await play(runtime, "try_again", task("bash"), ["Command: ls", "never asked"])
+    assert len(outcome.turns) == 1 and outcome.turns[0].reward == 0.0 and len(model.calls) == 1
+
+
+async def test_single_scores_its_one_parsed_action(runtime):
+    outcome, model = await play(runtime, "single", task("sql", 1), [f"Sure: {GENRES}; done", "never asked"])
+    assert [t.action for t in outcome.turns] == [GENRES] and outcome.turns[0].reward == 1.0
+    assert outcome.status == "solved" and len(model.calls) == 1
+
+
+# ---------------------------------------------------------------- ReAct (eval_react)
+
+def test_react_splits_thought_and_action_as_the_paper():
+    assert split_answer("Thought 2: look\nAction 2: execute[ls]\nObservation 2: made up", 2) == ("look", "execute[ls]")
+    assert split_answer("I will look.\nAction: execute[ls]", 1) == ("I will look.", None)  # unnumbered: no action
+
+
+async def test_react_scores_only_the_submission(runtime):
+    outputs = ["Thought 1: count them\nAction 1: execute[grep -c ERROR /starter/logs/app.log]\nObservation 1: 99",
+               "Thought 2: that is it\nAction 2: submit"]
+    outcome, model = await play(runtime, "react", task("bash"), outputs)
+    assert [t.reward for t in outcome.turns] == [0.0, 1.0] and outcome.status == "solved"
+    assert users(model.calls[1])[-1].startswith("Observation 1: ") and "99" not in users(model.calls[1])[-1]
+
+
+async def test_react_no_code_and_a_missing_action_line(runtime):
+    outputs = ["Thought 1: hm\nAction 1: ls /starter",  # not execute[...]: no code
+               "Thought 2: let me think about it",  # no Action line: asked once more
+               "Action 2: execute[seq 1 1000]",
+               "Thought 3: done\nAction 3: submit"]
+    outcome, model = await play(runtime, "react", task("bash"), outputs)
+    assert outcome.turns[0].action is None and outcome.turns[0].reward == 0.0 and "execute" in outcome.turns[0].observation
+    assert outcome.turns[1].action == "seq 1 1000" and len(outcome.turns[1].observation) == 350  # clipped
+    assert len(model.calls) == 4 and outcome.turns[2].action == "submit"
+
+
+async def test_react_submits_for_the_model_after_max_turns(runtime):
+    outputs = [f"Thought {n}: look\nAction {n}: execute[ls /starter]" for n in (1, 2)]
+    outcome, _ = await play(runtime, "react", task("bash"), outputs, max_turns=2)
+    assert len(outcome.turns) == 3 and outcome.turns[-1].action == "submit" and outcome.turns[-1].output == FORCED
+    assert outcome.status == "max_turns" and [t.reward for t in outcome.turns[:2]] == [0.0, 0.0]
+
+
+async def test_react_sql_code_stops_at_the_semicolon(runtime):
+    outputs = [f"Thought 1: q\nAction 1: execute[{GENRES}; DROP TABLE books]", "Thought 2: ok\nAction 2: submit"]
+    outcome, _ = await play(runtime, "react", task("sql", 1), outputs)
+    assert outcome.turns[0].action == GENRES and outcome.turns[1].reward == 1.0
+
+
+# ---------------------------------------------------------------- Plan & Solve (eval_plan_solve)
+
+def test_the_plan_is_read_with_the_papers_pattern():
+    assert paper_plan_steps("Plan:\n1. look around\n2. count\nthe lines 3. answer") == [
+        "look around", "count\nthe lines", "answer"]
+    assert paper_plan_steps("- no numbers here") == []
+
+
+async def test_plan_solve_runs_every_step_even_after_reward_one(runtime):
+    outputs = ["1. count the errors\n2. check again", f"bash: {GREP}", "```bash\nls /starter\n```"]
+    outcome, model = await play(runtime, "plan_solve", task("bash"), outputs)
+    assert [t.reward == 1.0 for t in outcome.turns] == [True, False] and outcome.success
+    assert users(model.calls[1])[-1] == "Step: count the errors"
+    assert users(model.calls[2])[-1].startswith("Observation: ") and users(model.calls[2])[-1].endswith(
+        "\nStep: check again")
+
+
+async def test_plan_solve_refine_has_three_turns_and_stops_at_reward_one(runtime):
+    outputs = ["1. list the data", "```bash\nseq 1 1000\n```", "```bash\nls\n```", f"bash: {GREP}", "unused"]
+    outcome, model = await play(runtime, "plan_solve_refine", task("bash"), outputs)
+    assert len(outcome.turns) == 3 and outcome.turns[-1].reward == 1.0 and len(model.calls) == 4
+    assert model.calls[2][-2]["role"] == "system"  # the plan is done: one system message, then the output alone
+    assert len(users(model.calls[2])[-1]) == 250
