@@ -29,8 +29,9 @@ if TYPE_CHECKING:
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": ...}
 EpisodeStatus = Literal["submitted", "max_turns", "solved", "model_error", "budget_exhausted"]
 # The form a strategy reads an action from: a fenced code block (the project's variants), the
-# paper's parsers ("paper"), or a ReAct `Thought N: ... / Action N: execute[...]` answer ("react").
-AnswerStyle = Literal["fenced", "paper", "react"]
+# paper's parsers ("paper"), a ReAct `Thought N: ... / Action N: execute[...]` answer ("react"),
+# or a numbered plan whose steps are the actions ("plan": the paper's Plan & Solve asks for one).
+AnswerStyle = Literal["fenced", "paper", "react", "plan"]
 
 
 class Model(Protocol):

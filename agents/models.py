@@ -42,6 +42,8 @@ def answer_as(task: Task, action: str, style: AnswerStyle = "fenced", turn: int 
     if style == "react":
         line = action.strip() if action.strip().split(maxsplit=1)[:1] == ["submit"] else f"execute[{action}]"
         return f"Thought {turn + 1}: I know what to do.\nAction {turn + 1}: {line}"
+    if style == "plan":
+        return f"1. Run {' '.join(action.split())}"
     if style == "paper" and task.env != "sql":
         return action
     return fenced(task, action)

@@ -182,3 +182,13 @@ async def test_the_oracle_answers_in_the_form_each_strategy_reads():
     react = await oracle.complete([], task=task("bash"), turn=0, style="react")
     assert split_answer(react, 1)[1] == f"execute[{GREP}]" and react_action(f"execute[{GREP}]", "bash") == (GREP, True)
     assert split_answer(await oracle.complete([], task=task("bash"), turn=1, style="react"), 2)[1] == "submit"
+
+
+async def test_the_oracle_solves_every_paper_protocol(runtime):
+    from agents.models import OracleModel
+
+    for strategy in ("single", "try_again", "react", "plan_solve", "plan_solve_refine"):
+        for kind in ("bash", "sql"):
+            async with make_environment(kind, runtime) as env:
+                outcome = await get_strategy(strategy).run(env, task(kind), OracleModel(), max_turns=3)
+            assert outcome.success, (strategy, kind, outcome.turns)

@@ -52,7 +52,7 @@ class PaperPlanSolve:
         outcome, dialogue = await begin(env, task, prompt("plan", env.kind), None,
                                         question=f"Question: {task.query}")
         try:
-            steps = paper_plan_steps(await ask(model, dialogue, task, 0, "paper"))[:max_turns]
+            steps = paper_plan_steps(await ask(model, dialogue, task, 0, "plan"))[:max_turns]
             dialogue.add("system", prompt("plan_execute", env.kind))
             blocked = await self._execute(env, task, model, dialogue, outcome, steps)
             if not blocked and self.refine_turns and not env.done and (not outcome.turns or outcome.turns[-1].reward != 1):
@@ -85,7 +85,7 @@ class PaperPlanSolve:
 
     async def _turn(self, env: Environment, task: Task, model: Model, dialogue: Dialogue,
                     outcome: EpisodeOutcome) -> tuple[Turn, bool]:
-        output = await ask(model, dialogue, task, len(outcome.turns) + 1, "paper")
+        output = await ask(model, dialogue, task, len(outcome.turns), "paper")
         turn, _, blocked = await paper_turn(env, output)
         outcome.turns.append(turn)
         return turn, blocked

@@ -153,6 +153,7 @@ def _server_config(local: LocalServer, tasks: list[Task], max_turns: int) -> Ser
             actions = gold_actions(task)
             answers[local_key(task, "fenced", 0)] = answer_as(task, actions[0], "fenced")
             answers[local_key(task, "paper", 0)] = answer_as(task, actions[0], "paper")
+            answers[local_key(task, "plan", 0)] = answer_as(task, actions[0], "plan")
             for turn in range(max_turns):
                 answers[local_key(task, "react", turn)] = answer_as(task, actions[min(turn, len(actions) - 1)],
                                                                     "react", turn)
