@@ -1,14 +1,18 @@
-"""`python -m orchestrator replay FILE`: replay recorded trajectories through our environments.
+"""`python -m orchestrator replay FILE...`: replay recorded trajectories through our environments.
 
-Turn by turn, as the original harness did: a turn whose recorded observation is the "no code"
-retry message is not executed and scores 0; otherwise the action runs and the reward is scored
-right after it ("if submitted now"), without ending the episode. Bash and SQL score every action;
-Python auto-submits a `def` (other actions score 0); CTF scores `submit FLAG` (other actions 0).
-We then compare our reward with the recorded one, within 0.01.
+Files of every script of the original are read (`formats.py`), whatever their names, and each turn
+is replayed by the rule of the script that recorded it (`rules.py`): the "if submitted now" reward
+of the n-turn and Plan & Solve harnesses, ReAct's parser and step reward, the CTF environment's own
+reward, the human study's one reward at the end. We then compare our reward with the recorded one,
+within 0.01. `--table DIR` replays every file under DIR and prints the paper's success table,
+recorded and recomputed side by side (`table.py`).
 
 Bash recordings of the original also replay through its container lifecycle (`--containers`):
 each file's episodes in order, in one agent and one gold container that are never replaced, only
 "reset" the original's leaky way. The rewards themselves are computed by the same code either way.
+
+A bad episode (its task is not in the data, a recorded action is outside its script's grammar)
+is one line naming the file and the episode; the replay scores the others and counts it.
 
 A container can break under a replay: it dies, or a recorded action breaks it (one agent gzipped
 every binary from `/`). A SandboxError costs its own episode only. The environment is closed, a
@@ -28,47 +32,30 @@ import argparse
 import asyncio
 import json
 import os
-import re
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 import structlog
 
-from agents.strategies.common import harness_step
 from environments import make_environment
 from environments.base import Environment, TaskUnavailable
 from environments.bash_lifecycle import OriginalLifecycleBashEnv
 from environments.runtime import Runtime
 from orchestrator.errors import ConfigError, SandboxError
-from orchestrator.fidelity.trajectories import Episode, TaskFinder, Turn, read_episodes, shown
+from orchestrator.fidelity.report import agreement_line, left_out_counts, report, report_bad, write_json, write_text
+from orchestrator.fidelity.rules import OutOfGrammar, TurnResult, replay_turn
+from orchestrator.fidelity.table import print_table, success_table, table_json
+from orchestrator.fidelity.trajectories import Episode, TaskFinder, read_episodes, shown
 from orchestrator.settings import resolve_data_dir
 from orchestrator.store.export import HARNESS
 
+__all__ = ["Replayed", "TurnResult", "lifecycle", "replay_all", "replay_recordings"]
+
 log = structlog.get_logger(__name__)
-
-TOLERANCE = 0.01 + 1e-9
-RETRY = re.compile(r"^(Format your .* as follows|No code|Your output did not contain)", re.IGNORECASE)
-
-
-@dataclass
-class TurnResult:
-    episode: str
-    turn: int
-    action: str
-    recorded: float | None
-    ours: float | None  # None: not scored (`reason` says why)
-    agree: bool
-    reason: str = ""
-    flag: str = ""  # why a scored turn is left out of the agreement share: its recording can't be reproduced
-
-    @property
-    def counted(self) -> bool:
-        """Whether the turn counts in the agreement share."""
-        return self.ours is not None and not self.flag
+NOT_FOUND = "task not found in the data"
 
 
 @dataclass
@@ -78,13 +65,28 @@ class EpisodeReplay:
     turns: list[TurnResult]
     broken: str = ""
     at: str = ""  # the turn it broke at, "turn N of episode K"; "": at the reset, worth one more try
+    bad: str = ""  # why the episode is bad, one line naming its file and itself; "" when it is not
+
+
+@dataclass
+class Replayed:
+    """Every replayed turn, and the bad episodes (key -> one line naming the file and the episode)."""
+
+    results: list[TurnResult] = field(default_factory=list)
+    bad: dict[str, str] = field(default_factory=dict)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("replay", help="replay trajectory files in the original format; per-turn agreement")
-    parser.add_argument("files", nargs="+", type=Path, metavar="TRAJECTORY_FILE")
+    parser = sub.add_parser("replay", help="replay trajectory files of the original's scripts; per-turn agreement, "
+                                           "or the paper's success table")
+    parser.add_argument("files", nargs="*", type=Path, metavar="TRAJECTORY_FILE")
+    parser.add_argument("--table", type=Path, metavar="DIR",
+                        help="replay every *.json under DIR (any of the original's formats) and print the success "
+                             "table, environment x strategy, recorded and recomputed side by side")
     parser.add_argument("--data-dir", help="benchmark data (default: $INTERCODE_DATA_DIR or ../shared/intercode-data)")
-    parser.add_argument("--json", type=Path, metavar="OUT", help="also write recorded and recomputed rewards per turn")
+    parser.add_argument("--json", type=Path, metavar="OUT",
+                        help="also write recorded and recomputed rewards per turn (with --table: the table) as JSON; "
+                             "'-' prints it instead")
     parser.add_argument("--concurrency", type=int, default=8, help="episodes replayed at once")
     parser.add_argument("--reward", choices=("original", "strict"), default="original")
     parser.add_argument("--containers", choices=("auto", "original", "pristine"), default="auto",
@@ -93,28 +95,63 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                              "clean container, as our sweeps do; 'auto' (default): pristine for files we exported, "
                              "original for the others")
     parser.add_argument("--limit", type=int, help="replay only the first N episodes of each file")
-    parser.add_argument("--mismatches", type=int, default=40, help="how many mismatches to list")
+    parser.add_argument("--mismatches", type=int, default=40, help="how many mismatches (and bad episodes) to list")
     parser.set_defaults(handler=run)
 
 
 async def run(args: argparse.Namespace) -> int:
     data_dir = resolve_data_dir(args.data_dir)
-    episodes = read_all(args.files, args.limit)  # every file is checked before a container starts
-    finder = TaskFinder(data_dir)
+    files = trajectory_files(args.files, args.table)
+    episodes = read_all(files, args.limit)  # every file is checked before a container starts
     async with Runtime.open(data_dir=data_dir, reward_mode=args.reward) as runtime:
-        results = await replay_all(runtime, finder, episodes, args.concurrency, args.containers)
-    original = sorted({Path(e.source).name for e in episodes if lifecycle(e, args.containers) == "original"})
-    if original:
-        print(f"containers: the original's (long-lived, reset with git reset --hard; git clean -fd) for "
-              f"{', '.join(original)}; --containers pristine for clean ones")
-    report(results, args.mismatches)
-    if args.json:
-        write_json(args.json, results)
-    if any(r.counted for r in results):
+        replayed = await replay_recordings(runtime, TaskFinder(data_dir), episodes, args.concurrency,
+                                           args.containers)
+    output(args, episodes, replayed)
+    if any(r.counted for r in replayed.results):
         return 0
-    print(f"no turn could be compared with its recording ({_left_out(results) or 'no turns'}): "
+    print(f"no turn could be compared with its recording ({left_out_counts(replayed.results) or 'no turns'}): "
           "see the reasons above", file=sys.stderr)
     return 1
+
+
+def output(args: argparse.Namespace, episodes: list[Episode], replayed: Replayed) -> None:
+    """The report (with --table, the success table) on stdout, and --json; `--json -` puts the
+    JSON on stdout in their place."""
+    results, bad = replayed.results, list(replayed.bad.values())
+    to_stdout = args.json is not None and str(args.json) == "-"
+    original = sorted({Path(e.source).name for e in episodes if lifecycle(e, args.containers) == "original"})
+    if original and not to_stdout:
+        print(f"containers: the original's (long-lived, reset with git reset --hard; git clean -fd) for "
+              f"{', '.join(original)}; --containers pristine for clean ones")
+    if not args.table:
+        if not to_stdout:
+            report(results, args.mismatches, bad)
+        if args.json:
+            write_json(args.json, results)
+        return
+    table = success_table(episodes, results, replayed.bad)
+    if not to_stdout:
+        report_bad(bad, args.mismatches)
+        print_table(table, args.table)
+        print(agreement_line(results))
+    if args.json:
+        write_text(args.json, json.dumps(table_json(table), indent=1))
+
+
+def trajectory_files(files: list[Path], table: Path | None) -> list[Path]:
+    """The files given, or with `--table DIR` every *.json under DIR, in a stable order."""
+    if table is None:
+        if not files:
+            raise ConfigError("replay needs trajectory files, or --table DIR")
+        return files
+    if files:
+        raise ConfigError("give trajectory files or --table DIR, not both")
+    if not table.is_dir():
+        raise ConfigError(f"--table {shown(table, 400)} is not a directory")
+    found = sorted(p for p in table.rglob("*.json") if p.is_file())
+    if not found:
+        raise ConfigError(f"--table {shown(table, 400)} holds no *.json file")
+    return found
 
 
 def read_all(files: list[Path], limit: int | None) -> list[Episode]:
@@ -136,6 +173,12 @@ def read_all(files: list[Path], limit: int | None) -> list[Episode]:
 
 async def replay_all(runtime: Runtime, finder: TaskFinder, episodes: list[Episode],
                      concurrency: int, containers: str = "auto") -> list[TurnResult]:
+    """Every replayed turn of `episodes` (see `replay_recordings`)."""
+    return (await replay_recordings(runtime, finder, episodes, concurrency, containers)).results
+
+
+async def replay_recordings(runtime: Runtime, finder: TaskFinder, episodes: list[Episode],
+                            concurrency: int, containers: str = "auto") -> Replayed:
     """Replay episodes `concurrency` at a time, each worker holding one environment of a kind.
     Bash episodes that get the original's containers (see `lifecycle`) run in their file's order
     through one environment with the original's long-lived, leakily reset containers."""
@@ -146,15 +189,14 @@ async def replay_all(runtime: Runtime, finder: TaskFinder, episodes: list[Episod
             in_order[episode.source].append(episode)
         else:
             queues[episode.kind].put_nowait(episode)
-    results: list[TurnResult] = []
+    out = Replayed()
 
     async def worker(kind: str, queue: asyncio.Queue[Episode]) -> None:
-        replayer = Replayer(lambda: _prepared(make_environment(kind, runtime)), finder, history=False)
-        results.extend(await replayer.run(_drain(queue)))
+        await Replayer(lambda: _prepared(make_environment(kind, runtime)), finder, out, history=False).run(
+            _drain(queue))
 
     async def in_one_harness(file_episodes: list[Episode]) -> None:
-        replayer = Replayer(lambda: OriginalLifecycleBashEnv(runtime), finder, history=True)
-        results.extend(await replayer.run(file_episodes))
+        await Replayer(lambda: OriginalLifecycleBashEnv(runtime), finder, out, history=True).run(file_episodes)
 
     async with asyncio.TaskGroup() as group:
         for kind, queue in queues.items():
@@ -163,7 +205,9 @@ async def replay_all(runtime: Runtime, finder: TaskFinder, episodes: list[Episod
         for file_episodes in in_order.values():
             group.create_task(in_one_harness(file_episodes))
     order = {e.key: i for i, e in enumerate(episodes)}
-    return sorted(results, key=lambda r: (order[r.episode], r.turn))
+    out.results.sort(key=lambda r: (order[r.episode], r.turn))
+    out.bad = dict(sorted(out.bad.items(), key=lambda item: order[item[0]]))
+    return out
 
 
 def lifecycle(episode: Episode, containers: str = "auto") -> str:
@@ -199,22 +243,24 @@ class Replayer:
     `history`: an episode's recording depends on those before it in the same containers (the
     original lifecycle), so once new containers were opened, the episodes after are flagged."""
 
-    def __init__(self, make: Callable[[], Environment], finder: TaskFinder, *, history: bool) -> None:
-        self.make, self.finder, self.history = make, finder, history
+    def __init__(self, make: Callable[[], Environment], finder: TaskFinder, out: Replayed, *,
+                 history: bool) -> None:
+        self.make, self.finder, self.out, self.history = make, finder, out, history
         self.env = make()
         self.flag = ""  # once set, given to every turn scored after
         self.previous = ""  # the last episode that ran turns in the current environment
 
-    async def run(self, episodes: Iterable[Episode]) -> list[TurnResult]:
-        results: list[TurnResult] = []
+    async def run(self, episodes: Iterable[Episode]) -> None:
         try:
             for episode in episodes:
-                results.extend(await self._replay(episode))
+                replay = await self._replay(episode)
+                self.out.results.extend(replay.turns)
+                if replay.bad:
+                    self.out.bad[episode.key] = replay.bad
         finally:
             await self.env.close()
-        return results
 
-    async def _replay(self, episode: Episode) -> list[TurnResult]:
+    async def _replay(self, episode: Episode) -> EpisodeReplay:
         replay = await replay_episode(self.env, self.finder, episode)
         if replay.broken and not replay.at:  # an earlier episode broke the container, or none started
             await self._renew(f"episode {shown(self.previous)}" if self.previous else "", replay.broken)
@@ -224,7 +270,7 @@ class Replayer:
             self.previous = episode.key
         if replay.broken:
             await self._renew(replay.at, replay.broken)
-        return turns
+        return replace(replay, turns=turns)
 
     async def _renew(self, culprit: str, error: str) -> None:
         """Close the environment whose container broke; open a new one, with new containers.
@@ -242,7 +288,7 @@ class Replayer:
 async def replay_episode(env: Environment, finder: TaskFinder, episode: Episode) -> EpisodeReplay:
     task = finder.find(episode)
     if task is None:
-        return EpisodeReplay(unscored(episode, "task not found in the data"))
+        return EpisodeReplay(unscored(episode, NOT_FOUND), bad=bad_line(episode, NOT_FOUND))
     try:
         await env.reset(task)
     except TaskUnavailable as exc:
@@ -251,16 +297,30 @@ async def replay_episode(env: Environment, finder: TaskFinder, episode: Episode)
         reason = f"container broken before episode {shown(episode.key)} began ({_one_line(exc)}); re-created"
         return EpisodeReplay(unscored(episode, reason), _one_line(exc))
     out: list[TurnResult] = []
-    for i, turn in enumerate(episode.turns):
+    prior = 0.0  # our reward of the turn before: a refine turn without code recorded it again
+    for i in range(len(episode.turns)):
         try:
-            out.append(await replay_turn(env, episode.key, i, turn))
+            out.append(await replay_turn(env, episode, i, prior))
+        except OutOfGrammar as exc:
+            reason = f"turn {i + 1}: {exc}"
+            return EpisodeReplay(out + unscored(episode, f"bad episode: {reason}", i), bad=bad_line(episode, reason))
         except SandboxError as exc:
             at = f"turn {i + 1} of episode {shown(episode.key)}"
             reason = f"container broken at {at} ({_one_line(exc)}); re-created"
             return EpisodeReplay(out + unscored(episode, reason, i), _one_line(exc), at)
+        prior = out[-1].ours if out[-1].ours is not None else prior
         if env.done:
             break
     return EpisodeReplay(out)
+
+
+def bad_line(episode: Episode, reason: str) -> str:
+    """One line naming the file and the episode (its key in the file), and why it is bad."""
+    key = episode.key
+    if episode.source:  # read_all keyed it `FILE#KEY`
+        for label in (f"{episode.source}#", f"{Path(episode.source).name}#"):
+            key = key.removeprefix(label)
+    return f"{shown(episode.source or 'the recording', 400)}: episode {shown(key)}: {reason}"
 
 
 def unscored(episode: Episode, reason: str, start: int = 0) -> list[TurnResult]:
@@ -268,99 +328,5 @@ def unscored(episode: Episode, reason: str, start: int = 0) -> list[TurnResult]:
             for i, t in enumerate(episode.turns) if i >= start]
 
 
-async def replay_turn(env: Environment, key: str, index: int, turn: Turn) -> TurnResult:
-    if isinstance(turn.observation, str) and RETRY.match(turn.observation):
-        ours, observation = 0.0, turn.observation  # the harness executed nothing on that turn
-    else:
-        ours, observation = await harness_turn(env, turn.action)
-    if turn.reward is None:
-        return TurnResult(key, index, turn.action, None, ours, False, flag="no recorded reward")
-    agree = abs(turn.reward - ours) <= TOLERANCE
-    reason = "" if agree else _reason(turn.observation, observation)
-    return TurnResult(key, index, turn.action, turn.reward, ours, agree, reason)
-
-
-async def harness_turn(env: Environment, action: str) -> tuple[float, str]:
-    """One turn of the original's multi-turn harness (shared with our strategies); the older CTF
-    harness prefixed shell commands with `cmd `."""
-    if env.kind == "ctf" and action.strip().startswith("cmd "):
-        action = action.strip()[4:]
-    reward, observation, _ = await harness_step(env, action)
-    return reward, observation
-
-
 def _one_line(error: Exception, limit: int = 200) -> str:
     return " ".join(str(error).split())[:limit]
-
-
-def _reason(recorded: Any, ours: str) -> str:
-    if not isinstance(recorded, str):
-        recorded = str(recorded)
-    if recorded == ours:
-        return "same observation, different reward"
-    rec_lines, our_lines = recorded.splitlines(), ours.splitlines()
-    for a, b in zip(rec_lines, our_lines):
-        if a != b:
-            return f"observation differs: recorded {a[:60]!r}, ours {b[:60]!r}"
-    return f"observation differs in length: {len(rec_lines)} recorded lines, {len(our_lines)} ours"
-
-
-def report(results: list[TurnResult], show: int) -> None:
-    counted = [r for r in results if r.counted]
-    by_turn: dict[int, list[TurnResult]] = defaultdict(list)
-    for result in counted:
-        by_turn[result.turn].append(result)
-    print(f"{'turn':>4}  {'turns':>6}  {'agree':>6}  share")
-    for turn in sorted(by_turn):
-        rows = by_turn[turn]
-        agree = sum(r.agree for r in rows)
-        print(f"{turn + 1:>4}  {len(rows):>6}  {agree:>6}  {agree / len(rows):.3f}")
-    mismatches = [r for r in counted if not r.agree]
-    if mismatches:
-        print(f"\n{len(mismatches)} mismatches (recorded -> ours), first {min(show, len(mismatches))}:")
-        for r in mismatches[:show]:
-            print(f"  ep {shown(r.episode)} turn {r.turn + 1}: {r.recorded} -> {r.ours:.2f}  {r.action[:50]!r}  "
-                  f"{r.reason}")
-    _list_left_out([r for r in results if r.ours is None], "not scored", lambda r: r.reason, show)
-    flagged = [r for r in results if r.ours is not None and r.flag]
-    comparable = [r for r in flagged if r.recorded is not None]
-    anyway = f" ({sum(r.agree for r in comparable)} of {len(comparable)} agree anyway)" if comparable else ""
-    _list_left_out(flagged, f"scored but not counted{anyway}", lambda r: r.flag, show)
-    agreed = sum(r.agree for r in counted)
-    left_out = _left_out(results)
-    print(f"agreement: {agreed / max(len(counted), 1):.3f} ({len(counted)} turns{'; ' + left_out if left_out else ''})")
-
-
-def _list_left_out(rows: list[TurnResult], what: str, why: Callable[[TurnResult], str], show: int) -> None:
-    """Turns left out of the agreement share, grouped by why."""
-    if not rows:
-        return
-    print(f"\n{_count(len(rows), 'turn')} of {_count(len({r.episode for r in rows}), 'episode')} {what}:")
-    groups: dict[str, list[str]] = defaultdict(list)
-    for r in rows:
-        groups[why(r)].append(r.episode)
-    for reason, keys in list(groups.items())[:show]:
-        episodes = list(dict.fromkeys(keys))
-        more = f" and {len(episodes) - 5} more" if len(episodes) > 5 else ""
-        print(f"  {_count(len(keys), 'turn')} of ep {', '.join(shown(k) for k in episodes[:5])}{more}: {reason}")
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
-def _left_out(results: list[TurnResult]) -> str:
-    """How many turns the agreement share leaves out, and why: "2 flagged, 3 not scored"."""
-    flagged = sum(r.ours is not None and bool(r.flag) for r in results)
-    unscored = sum(r.ours is None for r in results)
-    return ", ".join(f"{n} {what}" for n, what in ((flagged, "flagged"), (unscored, "not scored")) if n)
-
-
-def write_json(path: Path, results: list[TurnResult]) -> None:
-    episodes: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for result in results:
-        episodes[result.episode].append({k: v for k, v in asdict(result).items() if k != "episode"})
-    try:
-        path.write_text(json.dumps(episodes, indent=1))
-    except OSError as exc:
-        raise ConfigError(f"--json {shown(path, 400)} cannot be written: {exc.strerror or exc}") from None
