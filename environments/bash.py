@@ -46,6 +46,27 @@ def split_action(shell: str, action: str) -> list[str]:
     return shlex.split(f'{shell} -c "{action.strip()}"')
 
 
+# docker's exec (the original's `exec_run`) answered when the command's output stream closed, or
+# 2 s after the command itself exited, whichever came first (measured on the engine: a background
+# job that prints 1.9 s after the shell exited is in the output, one at 2.5 s is not, and
+# `sleep 30 &` returns after 2 s). So what a background job (`cmd &`) prints and makes in those 2 s
+# counts, for an action and for a gold. The driver answers when the shell exits. This wrapper runs
+# the command with its output through `cat`, learns its status on a pipe of its own, then waits
+# for cat (the stream's end) for at most 2 s more, and exits with the command's status.
+UNTIL_OUTPUT_ENDS = r"""exec {keep}>&1
+exec {sig}< <(exec {s}>&1 1>&"$keep" {keep}>&-; { "$@" {s}>&- 2>&1; echo "$?" >&"$s"; } | cat {s}>&-)
+exec {keep}>&-
+read -r status <&"$sig"
+read -t 2 -r _ <&"$sig"
+exit "${status:-1}"
+"""
+
+
+def as_docker_exec(argv: list[str]) -> list[str]:
+    """`argv`, run so that it ends when its output ends, or 2 s after it exited, as a docker exec did."""
+    return ["/bin/bash", "-c", UNTIL_OUTPUT_ENDS, "docker-exec", *argv]
+
+
 class BashEnv(Environment):
     kind = "bash"
 
@@ -95,7 +116,8 @@ class BashEnv(Environment):
             return "Malformed command", False
         if any("\0" in arg for arg in argv):  # no process can take it as an argument
             return "Malformed command", False
-        result = await self.sandbox.exec(argv, cwd="/" if is_cd else self.workdir, timeout=ACTION_TIMEOUT)
+        result = await self.sandbox.exec(as_docker_exec(argv), cwd="/" if is_cd else self.workdir,
+                                         timeout=ACTION_TIMEOUT)
         if result.timed_out:
             return "Command timed out", False
         if not result.valid_utf8 and not self.strict:
@@ -145,16 +167,16 @@ class BashEnv(Environment):
         assert self.task is not None
         task = self.task
         if volatile(task.gold_text):
-            key = (await self.runtime.image_digest(task.image), task.fingerprint, "bash-gold-live-v1")
+            key = (await self.runtime.image_digest(task.image), task.fingerprint, "bash-gold-live-v2")
             return await self.runtime.gold.get(key, lambda: self._run_gold(task), ttl=VOLATILE_TTL)
-        key = (await self.runtime.image_digest(task.image), task.fingerprint, "bash-gold-v1")
+        key = (await self.runtime.image_digest(task.image), task.fingerprint, "bash-gold-v2")
         return await self.runtime.gold.get(key, lambda: self._run_gold(task))
 
     async def _run_gold(self, task: Task) -> dict[str, Any]:
         """Run the gold in a pristine container of the task's image; record both modes' views."""
         async with self.runtime.pool.lease(task.image) as sandbox:
             try:
-                argv = split_action(self.shell(task), task.gold_text)
+                argv = as_docker_exec(split_action(self.shell(task), task.gold_text))
                 output = (await sandbox.exec(argv, cwd=self.image_workdir, timeout=GOLD_TIMEOUT)).output
             except ValueError:  # the original's gold failed to split the same way: no output
                 output = ""

@@ -22,7 +22,7 @@ from __future__ import annotations
 from contextlib import AsyncExitStack
 from typing import Any
 
-from environments.bash import GOLD_TIMEOUT, BashEnv, split_action
+from environments.bash import GOLD_TIMEOUT, BashEnv, as_docker_exec, split_action
 from orchestrator.errors import SandboxError
 from orchestrator.pool import Sandbox
 from tasks import Task
@@ -81,7 +81,7 @@ class OriginalLifecycleBashEnv(BashEnv):
         _, sandbox = await self._containers_for(task.image)
         await self._leaky_reset(sandbox, task, "gold")
         try:
-            argv = split_action(self.shell(task), task.gold_text)
+            argv = as_docker_exec(split_action(self.shell(task), task.gold_text))
             output = (await sandbox.exec(argv, cwd=self.image_workdir, timeout=GOLD_TIMEOUT)).output
         except ValueError:
             output = ""

@@ -28,7 +28,9 @@ FS1_FILE = "./data/nl2bash/nl2bash_fs_1.json"
 # Gzips the shell and git of the container it runs in, as the recorded `find . -type f -mtime +7
 # -exec gzip -9 {} \;` run from `/` did to every binary: fast, and the next leaky reset fails.
 BREAKS_THE_CONTAINER = "gzip -9 /usr/bin/bash /usr/bin/git"
-KILLS_THE_DRIVER = "kill -9 $PPID"  # the action's parent is the container's driver
+# The container's driver: the oldest process running it. (Not the action's parent: Bash actions run
+# under a wrapper that waits for their output the way docker's exec did, environments/bash.py.)
+KILLS_THE_DRIVER = "kill -9 $(pgrep -o -f /usr/lib/intercode/icdriver.py)"
 
 
 def episode(query: str, actions: list[Any], rewards: list[Any], *, task_id: Any = 0,

@@ -100,10 +100,11 @@ def test_over_300_episodes_at_concurrency_128_are_all_stored(tmp_path):
 
 def test_an_infrastructure_failure_is_rerun_a_bounded_number_of_times(tmp_path):
     task = load_tasks("starter-bash")[0]
-    trajectory = tmp_path / "kill.json"  # its one action kills the container's driver
+    trajectory = tmp_path / "kill.json"  # its one action kills the container's driver (the oldest icdriver)
     trajectory.write_text(json.dumps({"0": {"environment": "ic_bash", "dataset": "starter", "task_id": 0,
                                             "query": task.query, "turn_history": {
-                                                "actions": ["kill -9 $PPID"], "observations": [""],
+                                                "actions": ["kill -9 $(pgrep -o -f /usr/lib/intercode/icdriver.py)"],
+                                                "observations": [""],
                                                 "rewards": [0], "valid_action": [True]}}}))
     path = sweep_file(tmp_path, f'[[models]]\nname = "replay:{trajectory}"\n', infra_retries=2)
     assert sweep(path) == 0
