@@ -49,3 +49,7 @@ bench-llm: (images "sql-starter")
 # Sweep benchmark: oracle over NL2Bash fs 1-4 at concurrency 1 vs 16; a simulated 1 s LLM x 10 turns x 256 at once
 bench-sweep: (images "nl2bash-fs1" "nl2bash-fs2" "nl2bash-fs3" "nl2bash-fs4" "sql-starter")
     {{python}} -m benchmarks.bench_sweep --data-dir {{data_dir}}
+
+# Differential harness: the original InterCode harness (built from ../shared/intercode-original) and ours driven with the same actions; per-turn agreement (not part of `test`). E.g. ./dev differential --env bash --limit 5
+differential *ARGS: engine
+    {{python}} -m benchmarks.differential --data-dir {{data_dir}} {{ARGS}}

@@ -1,0 +1,83 @@
+"""Our side: one environment per suite, driven through the project's public API.
+
+A turn is `agents.strategies.common.harness_step`, the one our strategies and `replay` use. Bash
+runs in the original's container lifecycle (`OriginalLifecycleBashEnv`: two long-lived containers,
+reset with git), as the original side does; the other kinds as our sweeps run them. The reward's
+terms are read from the info of the score that harness_step asks for.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agents.strategies.common import harness_step
+from environments import make_environment
+from environments.base import Environment
+from environments.bash_lifecycle import OriginalLifecycleBashEnv
+from environments.runtime import Runtime
+from orchestrator.errors import OrchestratorError
+from tasks import Task
+
+TERMS = ("file_diff", "file_changes", "answer_similarity")
+CLIP = 4000
+
+
+class _Watched:
+    """The environment, with the info of its last score kept (harness_step returns the reward only)."""
+
+    def __init__(self, env: Environment) -> None:
+        self._env = env
+        self.info: dict[str, Any] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._env, name)
+
+    async def score(self) -> tuple[float, dict[str, Any]]:
+        reward, self.info = await self._env.score()
+        return reward, self.info
+
+
+class OurHarness:
+    def __init__(self, runtime: Runtime, kind: str) -> None:
+        self.runtime, self.kind = runtime, kind
+        self.env = self._make()
+
+    def _make(self) -> Environment:
+        if self.kind == "bash":
+            return OriginalLifecycleBashEnv(self.runtime)
+        env = make_environment(self.kind, self.runtime)
+        if self.kind == "ctf":
+            env.wrong_flag_ends = False  # type: ignore[attr-defined] — the multi-turn harness let agents retry
+        return env
+
+    async def renew(self) -> None:
+        """New containers: close the environment (its containers go back to the pool) and make another."""
+        try:
+            await self.env.close()
+        except OrchestratorError:
+            pass  # broken containers are thrown away either way
+        self.env = self._make()
+
+    async def close(self) -> None:
+        await self.env.close()
+
+    async def reset(self, task: Task) -> dict[str, Any]:
+        try:
+            await self.env.reset(task)
+        except OrchestratorError as exc:
+            return {"error": f"{type(exc).__name__}: {exc}"[:500]}
+        return {"ok": True}
+
+    async def turn(self, action: str) -> dict[str, Any]:
+        watched = _Watched(self.env)
+        try:
+            reward, observation, executed = await harness_step(watched, action)  # type: ignore[arg-type]
+        except OrchestratorError as exc:
+            return {"error": f"{type(exc).__name__}: {exc}"[:500]}
+        answer: dict[str, Any] = {"reward": reward, "observation": observation[:CLIP], "executed": executed}
+        info = watched.info
+        if self.kind == "bash":
+            answer["terms"] = {name: info.get(name) for name in TERMS}
+            answer["info"] = {"diff_miss": str(info.get("diff_miss")), "diff_extra": str(info.get("diff_extra")),
+                              "eval_obs": str(info.get("eval_obs", ""))[:CLIP]}
+        return answer
