@@ -152,7 +152,7 @@ def test_the_example_sweep_files_are_valid(name):
     assert config.models and config.tasks
     if name == "intercode-paper.toml":
         assert {t.dataset for t in config.tasks} >= {"nl2bash-fs1", "spider", "mbpp", "ctf"}
-        assert config.strategies == ["single", "try_again", "react", "plan_solve"]
+        assert config.strategies == ["single", "try_again", "react", "plan_solve", "plan_solve_refine"]
 
 
 def test_the_progress_table_counts_per_model_and_task_set(tmp_path):
