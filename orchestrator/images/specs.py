@@ -48,16 +48,17 @@ class ImageSpec:
 
 
 COMMIT_ROOT = "common/commit-root.sh"
+REDATE = "common/redate.py"  # file systems dated as if made at build, as the original's were
 
 _NL2BASH_FS = {1: "nl2bash/fs/fs_1.tar", 2: "nl2bash/fs/fs_2.tar", 3: "nl2bash/fs/fs_3.tar",
                4: None}  # file system 4 adds nothing to the base
 
 SPECS: tuple[ImageSpec, ...] = (
     ImageSpec("nl2bash-base", "nl2bash-base/Dockerfile", files=(COMMIT_ROOT,)),
-    *(ImageSpec(f"nl2bash-fs{n}", "nl2bash/Dockerfile", parent="nl2bash-base",
+    *(ImageSpec(f"nl2bash-fs{n}", "nl2bash/Dockerfile", parent="nl2bash-base", files=(REDATE,),
                 data=_frozen({f"fs_{n}.tar": tar} if tar else {}), buildargs=_frozen({"FS": str(n)}))
       for n, tar in _NL2BASH_FS.items()),
-    ImageSpec("bash", "bash/Dockerfile", files=(COMMIT_ROOT,),
+    ImageSpec("bash", "bash/Dockerfile", files=(COMMIT_ROOT, REDATE),
               data=_frozen({"test_queries_fs.tar": "nl2bash/fs/test_queries_fs.tar"})),
     ImageSpec("python", "python/Dockerfile"),
     ImageSpec("ctf", "ctf/Dockerfile", files=(COMMIT_ROOT,), data=_frozen({"ctf": "ctf/task_assets"}),

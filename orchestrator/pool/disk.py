@@ -49,7 +49,9 @@ STALE_AFTER = 600.0  # seconds; a file left by a process killed between mkfs and
 ROOT_WAIT = 30.0  # seconds for a restarted engine to bind its data root again
 # No journal (the host's own ext4 here has none either; a crash loses the container anyway), no
 # reserved blocks (the cap is the cap), inode tables initialised lazily: a sparse file reads zeros.
-MKFS = ["mkfs.ext4", "-q", "-F", "-m", "0", "-O", "^has_journal", "-E", "lazy_itable_init=1,nodiscard"]
+# 512-byte inodes keep the overlay's xattrs of a copied-up directory inside the inode: with 256
+# they took a block of their own, and `du` counted every directory as 8K, not the original's 4K.
+MKFS = ["mkfs.ext4", "-q", "-F", "-m", "0", "-I", "512", "-O", "^has_journal", "-E", "lazy_itable_init=1,nodiscard"]
 MOUNT_OPTIONS = "loop,noinit_itable,discard"  # discard: deleting a file frees the host's disk too
 
 
