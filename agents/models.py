@@ -18,20 +18,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agents.base import AnswerStyle, Message, Model
+from environments.kind import gold_actions, kind_spec
 from orchestrator.errors import ConfigError
 from orchestrator.fidelity.trajectories import Episode, TaskFinder, read_episodes
-from orchestrator.fidelity.validate import gold_actions
 
 if TYPE_CHECKING:
     from agents.llm import LLMClient
     from tasks import Task
 
-FENCE = {"bash": "bash", "sql": "sql", "python": "python", "ctf": "bash"}  # CTF actions are shell commands
-
-
 def fenced(task: Task, action: str) -> str:
     """`action` as a model would write it: one fenced block in the language of the task's kind."""
-    return f"```{FENCE.get(task.env, '')}\n{action}\n```"
+    return f"```{kind_spec(task.env).fence}\n{action}\n```"
 
 
 def answer_as(task: Task, action: str, style: AnswerStyle = "fenced", turn: int = 0) -> str:
@@ -44,7 +41,7 @@ def answer_as(task: Task, action: str, style: AnswerStyle = "fenced", turn: int 
         return f"Thought {turn + 1}: I know what to do.\nAction {turn + 1}: {line}"
     if style == "plan":
         return f"1. Run {' '.join(action.split())}"
-    if style == "paper" and task.env != "sql":
+    if style == "paper" and not kind_spec(task.env).paper_fenced:
         return action
     return fenced(task, action)
 

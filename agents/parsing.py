@@ -12,13 +12,8 @@ from __future__ import annotations
 
 import re
 
-# Fence tags accepted per environment kind, lower-cased.
-TAGS = {
-    "bash": frozenset({"bash", "sh", "shell", "console"}),
-    "ctf": frozenset({"bash", "sh", "shell", "console"}),
-    "sql": frozenset({"sql", "mysql"}),
-    "python": frozenset({"python", "py", "python3"}),
-}
+from environments.kind import kind_spec
+
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _INLINE_FENCE = re.compile(r"```([^`\n]+)```")
 _CONTROL = re.compile(r"^[ \t]*(submit(?:[ \t]+\S.*?)?|skip)[ \t]*$", re.MULTILINE)
@@ -29,7 +24,7 @@ _EXECUTE = re.compile(r"^execute\s*\[(.*)\]", re.DOTALL)
 
 def extract_action(output: str, kind: str) -> str | None:
     """The action of `output` for an environment of `kind`, or None when it holds no code."""
-    tags = TAGS.get(kind, frozenset())
+    tags = kind_spec(kind).fence_tags
     for match in _FENCE.finditer(output):
         tag, body = match.group(1).lower(), match.group(2).strip()
         if body and (not tag or tag in tags):

@@ -8,30 +8,17 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
-from orchestrator.errors import ConfigError
+from environments.kind import kind_spec
 
 if TYPE_CHECKING:
     from environments.base import Environment
     from environments.runtime import Runtime
 
-# kind -> "module:Class", imported on first use.
-REGISTRY = {
-    "bash": "environments.bash:BashEnv",
-    "sql": "environments.sql:SqlEnv",
-    "python": "environments.python:PythonEnv",
-    "ctf": "environments.ctf:CtfEnv",
-}
-
-
 def environment_class(kind: str) -> type[Environment]:
-    try:
-        module, name = REGISTRY[kind].split(":")
-    except KeyError:
-        raise ConfigError(f"unknown environment {kind!r}; known: {', '.join(REGISTRY)}") from None
-    return getattr(importlib.import_module(module), name)
+    """The Environment class of `kind` (its KindSpec's); ConfigError for an unknown kind."""
+    return kind_spec(kind).environment
 
 
 def make_environment(kind: str, runtime: Runtime) -> Environment:

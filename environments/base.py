@@ -8,7 +8,9 @@
 
 `step` returns reward 0 and done=False for ordinary actions (as the original did); `score()` is
 what the paper's "Try Again" runs called after every action. `skip` ends the episode with reward
-0. A kind implements four hooks: `_start`, `_execute`, `_reward` and `_stop`.
+0. A kind implements four hooks: `_start`, `_execute`, `_reward` and `_stop`, and may change
+`harness_step`, one turn of the paper's multi-turn harness. `reset(task, multi_turn=True)` says
+that such a harness drives the episode (a kind may then end it differently: CTF's wrong flag).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ class Environment(ABC):
     """One episode at a time; several instances run side by side, each with its own container."""
 
     kind: ClassVar[str]
+    scores_every_action: ClassVar[bool] = True  # see harness_step
 
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
@@ -59,6 +62,7 @@ class Environment(ABC):
         self.done = False
         self.reward: float | None = None
         self.history: list[tuple[str, str]] = []
+        self.multi_turn = False
         self._resetting: asyncio.Future[str] | None = None
 
     async def __aenter__(self) -> Environment:
@@ -67,23 +71,25 @@ class Environment(ABC):
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
-    async def reset(self, task: Task) -> str:
-        """Start an episode of `task` (ending any running one) and return its query."""
+    async def reset(self, task: Task, *, multi_turn: bool = False) -> str:
+        """Start an episode of `task` (ending any running one) and return its query. `multi_turn`:
+        the episode is driven by a multi-turn harness (the agent may go on after a wrong answer)."""
         if task.env != self.kind:
             raise EpisodeError(f"a {self.kind} environment can't run {task.env} task {task.id}")
         if reason := task.meta.get("unavailable"):
             raise TaskUnavailable(f"task {task.id} is unavailable offline: {reason}")
         await self._end()
         self.task, self.done, self.reward, self.history = task, False, None, []
+        self.multi_turn = multi_turn
         await self._start(task)
         self.observation = task.query
         return task.query
 
-    def begin_reset(self, task: Task) -> asyncio.Future[str]:
+    def begin_reset(self, task: Task, *, multi_turn: bool = False) -> asyncio.Future[str]:
         """`reset(task)` in the background, so that an agent's first model call need not wait for
         a container or a connection. `step()` and `score()` wait for it first and raise its error,
         if it had one; `close()` cancels it if it is still running, and waits for it either way."""
-        self._resetting = asyncio.ensure_future(self.reset(task))
+        self._resetting = asyncio.ensure_future(self.reset(task, multi_turn=multi_turn))
         return self._resetting
 
     async def ready(self) -> None:
@@ -122,6 +128,24 @@ class Environment(ABC):
         if self.task is None:
             raise EpisodeError("score() before reset()")
         return await self._reward("")
+
+    async def harness_step(self, action: str) -> tuple[float, str, bool]:
+        """One turn of the paper's multi-turn harness: (reward, observation, executed). `submit`
+        and `skip` end the episode; any other action runs. Where the kind's harness scored every
+        action (`scores_every_action`: Bash, SQL), an action, and a `skip`, is scored "if
+        submitted now"; elsewhere they get 0."""
+        stripped = action.strip()
+        if stripped == "skip":  # ends the episode; eval_n_turn then submitted the state as it was
+            reward = (await self.score())[0] if self.scores_every_action else 0.0
+            step = await self.step(stripped)
+            self.reward = reward
+            return reward, step.observation, True
+        if stripped.startswith("submit"):
+            step = await self.step(stripped)
+            return step.reward, step.observation, True
+        step = await self.step(action)
+        reward = (await self.score())[0] if self.scores_every_action else 0.0
+        return reward, step.observation, bool(step.info.get(ACTION_EXECUTED))
 
     def observation_rows(self) -> list[Any] | None:
         """The last action's result as rows, where the kind has them (SQL), else None: the

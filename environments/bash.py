@@ -20,7 +20,15 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 from environments.base import Environment
-from environments.rewards.bash import bash_reward, content_paths, hash_command, parse_porcelain, parse_status
+from environments.kind import KindSpec, register
+from environments.paper_parsing import bash_action
+from environments.rewards.bash import (
+    bash_reward,
+    content_paths,
+    hash_command,
+    parse_porcelain,
+    parse_status,
+)
 from orchestrator.pool import ExecResult, Sandbox
 from orchestrator.pool.sandbox import simplify_path
 from tasks import Task
@@ -69,6 +77,7 @@ def as_docker_exec(argv: list[str]) -> list[str]:
 
 class BashEnv(Environment):
     kind = "bash"
+    gold_before_lease = True  # the reward compares with the gold's run
 
     def __init__(self, runtime: Any) -> None:
         super().__init__(runtime)
@@ -89,7 +98,7 @@ class BashEnv(Environment):
 
     async def _start(self, task: Task) -> None:
         self.image_workdir = await self.runtime.image_workdir(task.image)
-        if self.kind == "bash":
+        if self.gold_before_lease:
             # Before our own lease: an episode never holds one container while waiting for another,
             # so a pool of any size can't deadlock on gold runs. Kept for the whole episode.
             self._gold = await self.gold()
@@ -186,3 +195,11 @@ class BashEnv(Environment):
                 value["changes"][mode] = changes
                 value["hashes"][mode] = {path: await self.hash(sandbox, path, strict) for path, _ in changes}
         return value
+
+
+SHELL_TAGS = frozenset({"bash", "sh", "shell", "console"})
+
+SPEC = register(KindSpec(
+    name="bash", environment=BashEnv, language="BASH", setting="Bourne Shell", fence="bash", fence_tags=SHELL_TAGS,
+    export_name="ic_bash", datasets=("nl2bash-fs1", "nl2bash-fs2", "nl2bash-fs3", "nl2bash-fs4"),
+    starter="starter-bash", paper_parser=bash_action, harness_history=True))

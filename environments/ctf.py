@@ -2,9 +2,9 @@
 
 The episode starts in /ctf/<task_id> (the original's `cd /ctf/<task_id>` preprocess). `submit FLAG`
 scores 1 when FLAG equals the gold flag, ignoring case. The original took only the first word after
-`submit` (its `split(" ")[1]`); strict mode takes the whole argument, trimmed. With
-`wrong_flag_ends=False` a wrong flag does not end the episode: the observation says so and the
-agent goes on, as in the paper's multi-turn CTF runs.
+`submit` (its `split(" ")[1]`); strict mode takes the whole argument, trimmed. In an episode reset
+with `multi_turn=True` a wrong flag does not end the episode: the observation says so and the
+agent goes on, as in the paper's multi-turn CTF runs. Its harness scored `submit FLAG` only.
 """
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from environments.base import ACTION_EXECUTED, StepResult
-from environments.bash import BashEnv
+from environments.bash import SHELL_TAGS, BashEnv
+from environments.kind import KindSpec, register
+from environments.paper_parsing import ctf_action
 from tasks import Task
 
 WRONG_FLAG = "Submitted flag is incorrect. Keep trying!"
@@ -25,7 +27,8 @@ def flag_reward(argument: str, gold: str, strict: bool) -> float:
 
 class CtfEnv(BashEnv):
     kind = "ctf"
-    wrong_flag_ends = True
+    scores_every_action = False
+    gold_before_lease = False  # the flag is the gold: nothing to run
 
     def start_dir(self, task: Task) -> str:
         return f"/ctf/{task.meta.get('task_id', task.index)}"
@@ -37,7 +40,23 @@ class CtfEnv(BashEnv):
 
     async def _submit(self, argument: str) -> StepResult:
         result = await super()._submit(argument)
-        if result.reward == 1 or self.wrong_flag_ends:
+        if result.reward == 1 or not self.multi_turn:
             return result
         self.done, self.observation = False, WRONG_FLAG
         return StepResult(WRONG_FLAG, 0.0, False, {ACTION_EXECUTED: True})
+
+
+def _submit_flag(task: Task) -> list[str]:
+    return [f"submit {task.gold_text}"]
+
+
+def _without_cmd(action: str) -> str:
+    """The older CTF harness prefixed shell commands with `cmd `."""
+    return action.strip()[4:] if action.strip().startswith("cmd ") else action
+
+
+SPEC = register(KindSpec(
+    name="ctf", environment=CtfEnv, language="BASH", setting="Ubuntu machine", fence="bash", fence_tags=SHELL_TAGS,
+    export_name="ic_ctf", datasets=("ctf",), starter="starter-ctf", gold_actions=_submit_flag,
+    submit_argument=" <flag>", submit_meaning="give the flag you found", shows_reward=False,
+    paper_parser=ctf_action, recorded_action=_without_cmd))

@@ -22,11 +22,12 @@ from typing import Any, TypeVar
 import gymnasium
 
 from environments import make_environment
+from environments.kind import BUILTIN, kind_spec
 from environments.runtime import Runtime
+from orchestrator.errors import ConfigError
 from tasks import Task, load_tasks
 
 T = TypeVar("T")
-DEFAULT_DATASETS = {"bash": "starter-bash", "sql": "starter-sql", "python": "starter-python", "ctf": "starter-ctf"}
 TEXT = gymnasium.spaces.Text(max_length=1 << 20, charset=frozenset(chr(c) for c in range(32, 127)) | {"\n", "\t"})
 
 
@@ -36,7 +37,7 @@ class IntercodeGymEnv(gymnasium.Env):
     def __init__(self, kind: str, dataset: str | None = None, data_dir: str | Path | None = None,
                  reward_mode: str = "original") -> None:
         self.kind = kind
-        self.tasks: list[Task] = load_tasks(dataset or DEFAULT_DATASETS[kind], Path(data_dir) if data_dir else None)
+        self.tasks: list[Task] = load_tasks(dataset or _default_dataset(kind), Path(data_dir) if data_dir else None)
         self.observation_space = self.action_space = TEXT
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name=f"intercode-{kind}", daemon=True)
@@ -78,6 +79,13 @@ class IntercodeGymEnv(gymnasium.Env):
             self._loop.close()
 
 
-for _kind in ("bash", "sql", "python", "ctf"):
+def _default_dataset(kind: str) -> str:
+    spec = kind_spec(kind)
+    if spec.starter is None:
+        raise ConfigError(f"kind {kind} has no starter set: name a dataset")
+    return spec.starter
+
+
+for _kind in BUILTIN:
     gymnasium.register(id=f"intercode-{_kind}-v0", entry_point=IntercodeGymEnv, kwargs={"kind": _kind},
                        disable_env_checker=True)

@@ -28,15 +28,14 @@ ReAct), written again here from what they do; `tests/test_paper_parsing.py` hold
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+
+from environments.kind import Parsed, kind_spec
 
 SQL_KEYWORDS = ("SHOW", "SELECT", "DESCRIBE", "DESC")
 _BASH_FENCES = (re.compile(r"```(?:bash|BASH|sh)?([\S\s]+?)```"), re.compile(r"```([\S\s]+?)```"))
 _SQL_FENCES = (re.compile(r"```(?:sql|SQL)?([\S\s]+?)```"), re.compile(r"```([\S\s]+?)```"))
 _EXECUTE = re.compile(r"execute\[(.*)\]", re.DOTALL)
 _LONG_SPACES = re.compile(r" {5,}")
-
-Parsed = tuple[str, bool]
 
 
 class PaperParseError(ValueError):
@@ -99,14 +98,10 @@ def ctf_action(answer: str) -> Parsed:
     return action, True
 
 
-PAPER_PARSERS: dict[str, Callable[[str], Parsed]] = {
-    "bash": bash_action, "sql": sql_action, "python": python_action, "ctf": ctf_action,
-}
-
-
 def paper_action(answer: str, kind: str) -> Parsed:
-    """The action of `answer` by the rule of the paper's Single / Try Again / Plan & Solve runs."""
-    return PAPER_PARSERS[kind](answer)
+    """The action of `answer` by the rule of the paper's Single / Try Again / Plan & Solve runs
+    (the kind's `paper_parser`)."""
+    return kind_spec(kind).paper_parser(answer)
 
 
 def react_action(action: str, kind: str) -> Parsed:
@@ -116,7 +111,9 @@ def react_action(action: str, kind: str) -> Parsed:
     found = _EXECUTE.findall(action)
     if not found:
         return action, False
-    code = found[0]
-    if kind == "sql" and ";" in code:
-        code = code[: code.index(";")]
-    return code, True
+    return kind_spec(kind).react_code(found[0]), True
+
+
+def up_to_semicolon(code: str) -> str:
+    """SQL's ReAct rule: the code inside execute[...] up to a `;`."""
+    return _up_to_semicolon(code)

@@ -20,9 +20,19 @@ from contextlib import AsyncExitStack
 from dataclasses import replace
 from typing import Any
 
-from environments.base import Environment, StepResult
-from environments.rewards.python import (CODES_BEFORE_TESTS, MbppCheck, Result, by_test, failed_test,
-                                         original_result, original_reward, strict_reward)
+from environments.base import ACTION_EXECUTED, Environment, StepResult
+from environments.kind import KindSpec, register
+from environments.paper_parsing import python_action
+from environments.rewards.python import (
+    CODES_BEFORE_TESTS,
+    MbppCheck,
+    Result,
+    by_test,
+    failed_test,
+    original_result,
+    original_reward,
+    strict_reward,
+)
 from orchestrator.errors import SandboxError
 from orchestrator.pool import Sandbox
 from orchestrator.pool.driver import PythonRun
@@ -73,6 +83,7 @@ def defined_functions(code: str) -> list[str]:
 
 class PythonEnv(Environment):
     kind = "python"
+    scores_every_action = False  # the harness scored a `def` (auto-submitted) and `submit` only
 
     def __init__(self, runtime: Any) -> None:
         super().__init__(runtime)
@@ -184,6 +195,15 @@ class PythonEnv(Environment):
 
     # ---------------------------------------------------------------- the harness rule
 
+    async def harness_step(self, action: str) -> tuple[float, str, bool]:
+        """The harness's turn: a `def` is auto-submitted (`step_with_autosubmit`), other actions
+        score 0, `submit` and `skip` end the episode."""
+        stripped = action.strip()
+        if not stripped.startswith("def"):
+            return await super().harness_step(action)
+        step = await self.step_with_autosubmit(stripped)
+        return step.reward, step.observation, bool(step.info.get(ACTION_EXECUTED))
+
     async def step_with_autosubmit(self, action: str) -> StepResult:
         """One turn of the paper's multi-turn harness for Python: an action starting with `def`
         runs, then is submitted under the name it defines without ending the episode, and the
@@ -204,3 +224,15 @@ class PythonEnv(Environment):
             observation = RETRY_MESSAGE
         self.observation = observation
         return StepResult(observation, reward, False, {**step.info, **info})
+
+
+def _define_then_submit(task: Task) -> list[str]:
+    match = AUTOSUBMIT.search(task.gold_text)
+    return [task.gold_text, f"submit {match.group(1) if match else ''}"]
+
+
+SPEC = register(KindSpec(
+    name="python", environment=PythonEnv, language="PYTHON", setting="Python 3 Interpreter", fence="python",
+    fence_tags=frozenset({"python", "py", "python3"}), export_name="ic_python", datasets=("mbpp",),
+    starter="starter-python", gold_actions=_define_then_submit, submit_argument=" <function name>",
+    submit_meaning="your function is tested", paper_parser=python_action))

@@ -23,9 +23,25 @@ import aiomysql
 import pymysql
 
 from environments.base import Environment, EpisodeError
-from environments.rewards.sql import is_ordered, original_reward, original_rows, strict_reward, strict_rows
-from environments.sql_server import (GRACE, Outcome, SqlServer, SqlServerError, SqlSettings, forget_if_dead, run_query,
-                                     sql_server)
+from environments.kind import KindSpec, register
+from environments.paper_parsing import sql_action, up_to_semicolon
+from environments.rewards.sql import (
+    is_ordered,
+    original_reward,
+    original_rows,
+    strict_reward,
+    strict_rows,
+)
+from environments.sql_server import (
+    GRACE,
+    Outcome,
+    SqlServer,
+    SqlServerError,
+    SqlSettings,
+    forget_if_dead,
+    run_query,
+    sql_server,
+)
 
 if TYPE_CHECKING:
     from environments.runtime import Runtime
@@ -202,3 +218,9 @@ class SqlEnv(Environment):
         session, self._session = self._session, None
         if session is not None:
             session.close()
+
+
+SPEC = register(KindSpec(
+    name="sql", environment=SqlEnv, language="SQL", setting="MySQL Database", fence="sql",
+    fence_tags=frozenset({"sql", "mysql"}), export_name="ic_sql", datasets=("spider",), starter="starter-sql",
+    paper_parser=sql_action, react_code=up_to_semicolon, paper_fenced=True))

@@ -6,6 +6,12 @@
 """
 
 from tasks.model import Task
-from tasks.registry import DATASETS, dataset_info, load_tasks
+from tasks.registry import (
+    DATASETS,
+    DatasetInfo,
+    dataset_info,
+    load_tasks,
+    register_dataset,
+)
 
-__all__ = ["DATASETS", "Task", "dataset_info", "load_tasks"]
+__all__ = ["DATASETS", "DatasetInfo", "Task", "dataset_info", "load_tasks", "register_dataset"]

@@ -19,69 +19,7 @@ from tasks.model import Task
 STARTER_DIR = Path(__file__).resolve().parent / "starter"
 
 
-@dataclass(frozen=True, slots=True)
-class DatasetInfo:
-    name: str
-    env: str
-    image: str
-    path: str  # relative to the data dir, or to tasks/starter for starter sets
-    starter: bool = False
-    note: str = ""
-
-
-def _nl2bash(n: int) -> DatasetInfo:
-    return DatasetInfo(f"nl2bash-fs{n}", "bash", f"intercode/nl2bash-fs{n}", f"nl2bash/nl2bash_fs_{n}.json")
-
-
-DATASETS: dict[str, DatasetInfo] = {info.name: info for info in (
-    *(_nl2bash(n) for n in (1, 2, 3, 4)),
-    DatasetInfo("test-queries", "bash", "intercode/bash", "nl2bash/test_queries.json"),
-    DatasetInfo("spider", "sql", "intercode/sql", "sql/spider/ic_spider_dev.json"),
-    DatasetInfo("wikisql", "sql", "intercode/sql", "sql/wikisql/ic_wikisql_dev.json"),
-    DatasetInfo("bird", "sql", "intercode/sql", "sql/bird/ic_bird.json",
-                note="BIRD's databases are not shipped: its tasks load but cannot run"),
-    DatasetInfo("mbpp", "python", "intercode/python", "python/mbpp/ic_mbpp.json"),
-    DatasetInfo("apps", "python", "intercode/python", "python/apps/ic_apps.json",
-                note="APPS is not in the shared data; point --data-dir at a copy in the original format"),
-    DatasetInfo("ctf", "ctf", "intercode/ctf", "ctf/ic_ctf.json"),
-    DatasetInfo("starter-bash", "bash", "intercode/starter", "bash.json", starter=True),
-    DatasetInfo("starter-ctf", "ctf", "intercode/starter", "ctf.json", starter=True),
-    DatasetInfo("starter-python", "python", "intercode/python", "python.json", starter=True),
-    DatasetInfo("starter-sql", "sql", "intercode/sql-starter", "sql.json", starter=True),
-)}
-
-
-def dataset_info(name: str) -> DatasetInfo:
-    try:
-        return DATASETS[name]
-    except KeyError:
-        raise ConfigError(f"unknown dataset {name!r}; known datasets: {', '.join(DATASETS)}") from None
-
-
-def load_tasks(name: str, data_dir: Path | None = None) -> list[Task]:
-    """All tasks of a dataset, in their original order."""
-    info = dataset_info(name)
-    if info.starter:
-        path = STARTER_DIR / info.path
-    else:
-        if data_dir is None:
-            raise DataDirError(f"dataset {name} needs the benchmark data: {HOW_TO_FIX}")
-        path = data_dir / info.path
-        if not path.is_file():
-            extra = f" ({info.note})" if info.note else ""
-            raise DataDirError(f"{path} is missing{extra}: {HOW_TO_FIX}")
-    records = json.loads(path.read_text())
-    # A starter set's files are in its own image, never in the data dir (which may be set for
-    # other sets of the same sweep): its tasks are checked without it.
-    assets = None if info.starter else data_dir
-    return [_task(info, index, record, assets) for index, record in enumerate(records)]
-
-
-def _task(info: DatasetInfo, index: int, record: dict[str, Any], data_dir: Path | None) -> Task:
-    meta = {k: v for k, v in record.items() if k not in ("query", "gold")}
-    meta.update(FIXUPS.get(info.env, _no_fixup)(record, data_dir))
-    return Task(env=info.env, dataset=info.name, index=index, query=record["query"], gold=record["gold"],
-                image=info.image, meta=meta)
+Fixup = Callable[[dict[str, Any], Path | None], dict[str, Any]]
 
 
 def _no_fixup(record: dict[str, Any], data_dir: Path | None) -> dict[str, Any]:
@@ -98,10 +36,79 @@ def _ctf_fixup(record: dict[str, Any], data_dir: Path | None) -> dict[str, Any]:
     return {}
 
 
-def _sql_fixup(record: dict[str, Any], data_dir: Path | None) -> dict[str, Any]:
-    if "question_id" in record:  # BIRD
-        return {"unavailable": "BIRD's databases are not shipped"}
-    return {}
+def _bird_fixup(record: dict[str, Any], data_dir: Path | None) -> dict[str, Any]:
+    return {"unavailable": "BIRD's databases are not shipped"}
 
 
-FIXUPS: dict[str, Callable[[dict[str, Any], Path | None], dict[str, Any]]] = {"ctf": _ctf_fixup, "sql": _sql_fixup}
+@dataclass(frozen=True, slots=True)
+class DatasetInfo:
+    name: str
+    env: str  # the environment kind its tasks run in
+    image: str
+    path: str  # relative to the data dir, or to tasks/starter for starter sets; or absolute
+    starter: bool = False
+    note: str = ""
+    fixup: Fixup = _no_fixup  # meta to add to a task from its record (say, why it can't run here)
+
+
+def _nl2bash(n: int) -> DatasetInfo:
+    return DatasetInfo(f"nl2bash-fs{n}", "bash", f"intercode/nl2bash-fs{n}", f"nl2bash/nl2bash_fs_{n}.json")
+
+
+DATASETS: dict[str, DatasetInfo] = {info.name: info for info in (
+    *(_nl2bash(n) for n in (1, 2, 3, 4)),
+    DatasetInfo("test-queries", "bash", "intercode/bash", "nl2bash/test_queries.json"),
+    DatasetInfo("spider", "sql", "intercode/sql", "sql/spider/ic_spider_dev.json"),
+    DatasetInfo("wikisql", "sql", "intercode/sql", "sql/wikisql/ic_wikisql_dev.json"),
+    DatasetInfo("bird", "sql", "intercode/sql", "sql/bird/ic_bird.json",
+                note="BIRD's databases are not shipped: its tasks load but cannot run", fixup=_bird_fixup),
+    DatasetInfo("mbpp", "python", "intercode/python", "python/mbpp/ic_mbpp.json"),
+    DatasetInfo("apps", "python", "intercode/python", "python/apps/ic_apps.json",
+                note="APPS is not in the shared data; point --data-dir at a copy in the original format"),
+    DatasetInfo("ctf", "ctf", "intercode/ctf", "ctf/ic_ctf.json", fixup=_ctf_fixup),
+    DatasetInfo("starter-bash", "bash", "intercode/starter", "bash.json", starter=True),
+    DatasetInfo("starter-ctf", "ctf", "intercode/starter", "ctf.json", starter=True, fixup=_ctf_fixup),
+    DatasetInfo("starter-python", "python", "intercode/python", "python.json", starter=True),
+    DatasetInfo("starter-sql", "sql", "intercode/sql-starter", "sql.json", starter=True),
+)}
+
+
+def register_dataset(info: DatasetInfo) -> DatasetInfo:
+    """Make a task set known by name (a new kind's, say); its `path` may be absolute."""
+    DATASETS[info.name] = info
+    return info
+
+
+def dataset_info(name: str) -> DatasetInfo:
+    try:
+        return DATASETS[name]
+    except KeyError:
+        raise ConfigError(f"unknown dataset {name!r}; known datasets: {', '.join(DATASETS)}") from None
+
+
+def load_tasks(name: str, data_dir: Path | None = None) -> list[Task]:
+    """All tasks of a dataset, in their original order."""
+    info = dataset_info(name)
+    if info.starter or Path(info.path).is_absolute():
+        path = STARTER_DIR / info.path  # an absolute path stays itself
+    else:
+        if data_dir is None:
+            raise DataDirError(f"dataset {name} needs the benchmark data: {HOW_TO_FIX}")
+        path = data_dir / info.path
+        if not path.is_file():
+            extra = f" ({info.note})" if info.note else ""
+            raise DataDirError(f"{path} is missing{extra}: {HOW_TO_FIX}")
+    records = json.loads(path.read_text())
+    # A starter set's files are in its own image, never in the data dir (which may be set for
+    # other sets of the same sweep): its tasks are checked without it.
+    assets = None if info.starter else data_dir
+    return [_task(info, index, record, assets) for index, record in enumerate(records)]
+
+
+def _task(info: DatasetInfo, index: int, record: dict[str, Any], data_dir: Path | None) -> Task:
+    meta = {k: v for k, v in record.items() if k not in ("query", "gold")}
+    meta.update(info.fixup(record, data_dir))
+    return Task(env=info.env, dataset=info.name, index=index, query=record["query"], gold=record["gold"],
+                image=info.image, meta=meta)
+
+

@@ -6,7 +6,7 @@ import gymnasium as gym
 import pytest
 
 import environments.gym  # noqa: F401 — registers the ids
-from orchestrator.fidelity.validate import gold_actions
+from environments.kind import gold_actions
 
 pytestmark = pytest.mark.docker
 

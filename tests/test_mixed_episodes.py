@@ -9,7 +9,7 @@ import pytest
 
 from environments import make_environment
 from environments.runtime import Runtime
-from orchestrator.fidelity.validate import gold_actions
+from environments.kind import gold_actions
 from tasks import Task, load_tasks
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

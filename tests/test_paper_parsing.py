@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.paper_parsing import PaperParseError, paper_action, react_action
+from environments.paper_parsing import PaperParseError, paper_action, react_action
 
 
 @pytest.mark.parametrize(("answer", "expected"), [

@@ -34,7 +34,10 @@ import httpx
 import litellm
 from litellm import main as _main
 from litellm import utils as _utils
-from litellm.litellm_core_utils.litellm_logging import Logging, use_custom_pricing_for_model
+from litellm.litellm_core_utils.litellm_logging import (
+    Logging,
+    use_custom_pricing_for_model,
+)
 
 _original_logging_helper = _utils._client_async_logging_helper
 _original_cost = Logging._response_cost_calculator

@@ -49,7 +49,12 @@ class _Inline(concurrent.futures.ThreadPoolExecutor):
 
 
 async def serve(protocol_out: int) -> None:
-    from .transport import InProcessTransport, frame, read_frame, error_fields  # imports litellm
+    from .transport import (  # imports litellm
+        InProcessTransport,
+        error_fields,
+        frame,
+        read_frame,
+    )
 
     loop = asyncio.get_running_loop()
     loop.set_default_executor(_Inline())

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 from agents.base import AnswerStyle, EpisodeOutcome, Message, Model, Turn
 from agents.llm.errors import ModelError
 from agents.parsing import extract_action
-from environments.base import ACTION_EXECUTED, Environment
+from environments.base import Environment
+from environments.kind import kind_spec
 
 if TYPE_CHECKING:
     from tasks import Task
@@ -29,15 +30,13 @@ OBSERVATION_LIMIT = 800  # characters of an observation put into the prompt, as 
 TRUNCATED = "\n The Observation is truncated due to the length is too long."
 DIALOGUE_LIMIT = 10  # turns kept in the prompt besides the system prompt and the question
 
-LANGUAGE = {"bash": "BASH", "sql": "SQL", "python": "PYTHON", "ctf": "BASH"}
-SETTING = {"bash": "Bourne Shell", "sql": "MySQL Database", "python": "Python 3 Interpreter",
-           "ctf": "Ubuntu machine"}
 
 
 def prompt(name: str, kind: str, **fields: object) -> str:
     """Template `name` for environment `kind` (`<name>_<kind>.txt` if there is one, else
     `<name>.txt`), with $language, $setting and `fields` filled in."""
-    values = {"language": LANGUAGE[kind], "setting": SETTING[kind], **fields}
+    spec = kind_spec(kind)
+    values = {"language": spec.language, "setting": spec.setting, **fields}
     return _template(name, kind).substitute(values)
 
 
@@ -112,20 +111,10 @@ async def _alongside(call: Awaitable[str], setup: asyncio.Future[Any]) -> str:
 
 async def harness_step(env: Environment, action: str) -> tuple[float, str, bool]:
     """Run `action` as the original's multi-turn harness did; (reward, observation, executed).
-    Bash and SQL score every action without ending the episode; Python auto-submits a `def`
-    (other actions score 0); CTF scores only `submit FLAG`. A bare `submit` or `skip` ends it."""
-    stripped = action.strip()
-    if stripped.startswith("submit") or stripped == "skip":
-        step = await env.step(stripped)
-        return step.reward, step.observation, True
-    if env.kind == "python" and stripped.startswith("def") and hasattr(env, "step_with_autosubmit"):
-        step = await env.step_with_autosubmit(stripped)
-        return step.reward, step.observation, bool(step.info.get(ACTION_EXECUTED))
-    step = await env.step(action)
-    executed = bool(step.info.get(ACTION_EXECUTED))
-    if env.kind in ("python", "ctf"):
-        return 0.0, step.observation, executed
-    return (await env.score())[0], step.observation, executed
+    The kind's rule (`Environment.harness_step`): Bash and SQL score every action without ending
+    the episode; Python auto-submits a `def` (other actions score 0); CTF scores only `submit
+    FLAG`. A bare `submit` or `skip` ends it."""
+    return await env.harness_step(action)
 
 
 async def scored_turn(env: Environment, output: str, action: str | None) -> Turn:
@@ -141,21 +130,14 @@ def action_of(output: str, kind: str) -> str | None:
 
 
 async def begin(env: Environment, task: Task, system: str, dialogue_limit: int | None, *,
-                question: str | None = None, retry_flags: bool = True) -> tuple[EpisodeOutcome, Dialogue]:
-    """Start an episode the way every strategy does: reset the environment, open the dialogue with
-    the system prompt and the question, and (multi-turn) let CTF agents retry a wrong flag."""
-    if retry_flags:
-        keep_going_on_wrong_flags(env)
-    setup = env.begin_reset(task)  # awaited alongside the first answer: see ask()
+                question: str | None = None, multi_turn: bool = True) -> tuple[EpisodeOutcome, Dialogue]:
+    """Start an episode the way every strategy does: reset the environment (`multi_turn`: as the
+    multi-turn harness, which lets CTF agents retry a wrong flag), open the dialogue with the
+    system prompt and the question."""
+    setup = env.begin_reset(task, multi_turn=multi_turn)  # awaited alongside the first answer: see ask()
     question = question if question is not None else prompt("query", env.kind, query=task.query)
     messages: list[Message] = [{"role": "system", "content": system}, {"role": "user", "content": question}]
     return EpisodeOutcome(task.id), Dialogue(messages, dialogue_limit, setup=setup)
-
-
-def keep_going_on_wrong_flags(env: Environment) -> None:
-    """The paper's multi-turn CTF runs let the agent submit again after a wrong flag."""
-    if env.kind == "ctf":
-        env.wrong_flag_ends = False  # type: ignore[attr-defined]
 
 
 def failed(outcome: EpisodeOutcome, error: ModelError) -> EpisodeOutcome:

@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agents.base import Turn
-from agents.paper_parsing import PaperParseError, paper_action
 from agents.strategies.common import harness_step, retry_message
+from environments.paper_parsing import PaperParseError, paper_action
 
 if TYPE_CHECKING:
     from environments.base import Environment

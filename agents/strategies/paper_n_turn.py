@@ -18,6 +18,7 @@ from agents.base import EpisodeOutcome, Model
 from agents.llm.errors import ModelError
 from agents.strategies.common import ask, begin, failed, finish, prompt
 from agents.strategies.paper_common import paper_clip, paper_turn
+from environments.kind import kind_spec
 
 if TYPE_CHECKING:
     from agents.base import Turn
@@ -37,7 +38,7 @@ class PaperTryAgain:
 
     async def run(self, env: Environment, task: Task, model: Model, *, max_turns: int) -> EpisodeOutcome:
         outcome, dialogue = await begin(env, task, self._system(env.kind), self.dialogue_limit,
-                                        retry_flags=max_turns > 1)
+                                        multi_turn=max_turns > 1)
         dialogue.by_message = True
         for number in range(max_turns):
             try:
@@ -53,13 +54,13 @@ class PaperTryAgain:
         return finish(outcome, ran_out=True)
 
     def _system(self, kind: str) -> str:
-        shows = self.show_reward and kind != "ctf"
+        shows = self.show_reward and kind_spec(kind).shows_reward
         note = ", with a reward between 0 and 1 that says how close you are (1 means solved)" if shows else ""
         return prompt("system", kind, reward_note=note)
 
     def _feedback(self, env: Environment, task: Task, turn: Turn) -> str:
         observation = paper_clip(env, turn.observation, OBSERVATION_CHARS, OBSERVATION_ROWS) or "No output"
-        reward_line = f"Reward: {turn.reward}\n" if self.show_reward and env.kind != "ctf" else ""
+        reward_line = f"Reward: {turn.reward}\n" if self.show_reward and kind_spec(env.kind).shows_reward else ""
         return prompt("observation", env.kind, observation=observation, reward_line=reward_line, query=task.query)
 
 
@@ -72,7 +73,7 @@ class PaperSingle:
         self.dialogue_limit = dialogue_limit
 
     async def run(self, env: Environment, task: Task, model: Model, *, max_turns: int = 1) -> EpisodeOutcome:
-        outcome, dialogue = await begin(env, task, prompt("single", env.kind), self.dialogue_limit, retry_flags=False)
+        outcome, dialogue = await begin(env, task, prompt("single", env.kind), self.dialogue_limit, multi_turn=False)
         try:
             output = await ask(model, dialogue, task, 0, "paper")
         except ModelError as exc:

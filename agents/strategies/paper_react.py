@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING
 
 from agents.base import EpisodeOutcome, Model, Turn
 from agents.llm.errors import ModelError
-from agents.paper_parsing import react_action
 from agents.strategies.common import ask, begin, failed, finish, prompt
 from agents.strategies.paper_common import paper_clip
 from environments.base import ACTION_EXECUTED
+from environments.kind import kind_spec
+from environments.paper_parsing import react_action
 
 if TYPE_CHECKING:
     from agents.strategies.common import Dialogue
@@ -31,8 +32,6 @@ if TYPE_CHECKING:
 
 OBSERVATION_CHARS, OBSERVATION_ROWS = 350, 25
 FORCED = "EXCEEDED MAX TURNS: submit"
-SUBMIT = {"ctf": (" <flag>", "give the flag you found"), "python": (" <function name>", "your function is tested")}
-DEFAULT_SUBMIT = ("", "the output of your last command is taken as the answer")
 
 
 def split_answer(output: str, number: int) -> tuple[str, str | None]:
@@ -48,7 +47,7 @@ def split_answer(output: str, number: int) -> tuple[str, str | None]:
 def read_action(line: str, kind: str) -> tuple[str, bool]:
     """The paper's ReAct rule, plus `submit ARGUMENT` for the kinds whose submission needs one."""
     words = line.split(maxsplit=1)
-    if kind in SUBMIT and len(words) == 2 and words[0] == "submit":
+    if kind_spec(kind).submit_argument and len(words) == 2 and words[0] == "submit":
         return line, True
     return react_action(line, kind)
 
@@ -57,7 +56,8 @@ class PaperReAct:
     name = "react"
 
     async def run(self, env: Environment, task: Task, model: Model, *, max_turns: int) -> EpisodeOutcome:
-        argument, meaning = SUBMIT.get(env.kind, DEFAULT_SUBMIT)
+        spec = kind_spec(env.kind)
+        argument, meaning = spec.submit_argument, spec.submit_meaning
         system = prompt("paper_react", env.kind, submit_argument=argument, submit_meaning=meaning)
         outcome, dialogue = await begin(env, task, system, None, question=f"Question: {task.query}")
         try:

@@ -24,17 +24,11 @@ from agents.strategies.common import (
     prompt,
 )
 from environments.base import ACTION_EXECUTED
+from environments.kind import kind_spec
 
 if TYPE_CHECKING:
     from environments.base import Environment
     from tasks import Task
-
-SUBMIT = {
-    "ctf": (" <flag>", "give the flag you found"),
-    "python": (" <function name>", "your function is tested"),
-}
-DEFAULT_SUBMIT = ("", "the output of your last command is taken as the answer")
-
 
 class ReAct:
     name = "react_fenced"
@@ -44,7 +38,8 @@ class ReAct:
         self.observation_limit = observation_limit
 
     async def run(self, env: Environment, task: Task, model: Model, *, max_turns: int) -> EpisodeOutcome:
-        argument, meaning = SUBMIT.get(env.kind, DEFAULT_SUBMIT)
+        spec = kind_spec(env.kind)
+        argument, meaning = spec.submit_argument, spec.submit_meaning
         system = prompt("react", env.kind, submit_argument=argument, submit_meaning=meaning)
         outcome, dialogue = await begin(env, task, system, self.dialogue_limit, question=f"Question: {task.query}")
         for number in range(max_turns):

@@ -32,7 +32,7 @@ class SingleTurn:
 
     async def run(self, env: Environment, task: Task, model: Model, *, max_turns: int = 1) -> EpisodeOutcome:
         """One turn whatever `max_turns` says; success is that turn's reward being 1."""
-        outcome, dialogue = await begin(env, task, prompt("single", env.kind), self.dialogue_limit, retry_flags=False)
+        outcome, dialogue = await begin(env, task, prompt("single", env.kind), self.dialogue_limit, multi_turn=False)
         try:
             output = await ask(model, dialogue, task, 0)
         except ModelError as exc:

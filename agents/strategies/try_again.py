@@ -25,6 +25,7 @@ from agents.strategies.common import (
     prompt,
     scored_turn,
 )
+from environments.kind import kind_spec
 
 if TYPE_CHECKING:
     from environments.base import Environment
@@ -55,7 +56,7 @@ class TryAgain:
         return finish(outcome, ran_out=True)
 
     def _system(self, kind: str) -> str:
-        shows = self.show_reward and kind != "ctf"
+        shows = self.show_reward and kind_spec(kind).shows_reward
         note = ", with a reward between 0 and 1 that says how close you are (1 means solved)" if shows else ""
         return prompt("system", kind, reward_note=note)
 

@@ -14,6 +14,7 @@ from agents.strategies.common import harness_step
 from environments import make_environment
 from environments.base import Environment
 from environments.bash_lifecycle import OriginalLifecycleBashEnv
+from environments.kind import kind_spec
 from environments.runtime import Runtime
 from orchestrator.errors import OrchestratorError
 from tasks import Task
@@ -43,12 +44,9 @@ class OurHarness:
         self.env = self._make()
 
     def _make(self) -> Environment:
-        if self.kind == "bash":
+        if kind_spec(self.kind).harness_history:
             return OriginalLifecycleBashEnv(self.runtime)
-        env = make_environment(self.kind, self.runtime)
-        if self.kind == "ctf":
-            env.wrong_flag_ends = False  # type: ignore[attr-defined] — the multi-turn harness let agents retry
-        return env
+        return make_environment(self.kind, self.runtime)
 
     async def renew(self) -> None:
         """New containers: close the environment (its containers go back to the pool) and make another."""
@@ -63,7 +61,7 @@ class OurHarness:
 
     async def reset(self, task: Task) -> dict[str, Any]:
         try:
-            await self.env.reset(task)
+            await self.env.reset(task, multi_turn=True)  # CTF: the multi-turn harness let agents retry
         except OrchestratorError as exc:
             return {"error": f"{type(exc).__name__}: {exc}"[:500]}
         return {"ok": True}

@@ -8,7 +8,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from benchmarks.differential.compare import TERMS, TurnRecord, differences, self_differences, tally
+from benchmarks.differential.compare import (
+    TERMS,
+    TurnRecord,
+    differences,
+    self_differences,
+    tally,
+)
 
 ENVS = ("bash", "sql", "python", "ctf")
 SOURCES = ("gold", "recording", "variant")

@@ -23,7 +23,6 @@ from benchmarks.differential.original import OriginalHarness
 from benchmarks.differential.ours import OurHarness
 from environments.runtime import Runtime
 
-
 T = TypeVar("T")
 
 

@@ -30,7 +30,6 @@ from orchestrator.errors import ConfigError
 from orchestrator.fidelity.trajectories import (
     CTF,
     HUMAN,
-    KINDS,
     N_TURN,
     PLAN_SOLVE,
     REACT,
@@ -40,6 +39,7 @@ from orchestrator.fidelity.trajectories import (
     history_episodes,
     json_type,
     json_value,
+    kind_named,
     load_json,
     reward_value,
     shown,
@@ -133,14 +133,12 @@ def _human(path: Path, raw: dict[str, Any] | list[Any]) -> list[Episode]:
 
 def _human_episode(path: Path, key: str, record: dict[str, Any]) -> Episode:
     where = f"{file_label(path)}: episode {shown(key)}"
-    environment = record.get("environment", "ic_sql")  # the study was of SQL
-    if environment not in KINDS:
-        raise ConfigError(f"{where}: environment is {json_value(environment)}; expected one of {', '.join(KINDS)}")
+    kind = kind_named(where, record.get("environment", "ic_sql"))  # the study was of SQL
     reward = reward_value(where, record.get("reward"))
     turns = [_human_turn(f"{where}, turn {n}", step) for n, step in enumerate(record["trajectory"], start=1)]
     if turns:  # the episode's one reward is its last action's (the submit that saved the record)
         turns[-1] = replace(turns[-1], reward=reward)
-    return Episode(key, KINDS[environment], "", record.get("query_idx"), text_field(where, record, "query"), turns,
+    return Episode(key, kind, "", record.get("query_idx"), text_field(where, record, "query"), turns,
                    str(path), format=HUMAN, strategy=STRATEGY[HUMAN])
 
 

@@ -43,9 +43,17 @@ import structlog
 from environments import make_environment
 from environments.base import Environment, TaskUnavailable
 from environments.bash_lifecycle import OriginalLifecycleBashEnv
+from environments.kind import kind_spec
 from environments.runtime import Runtime
 from orchestrator.errors import ConfigError, SandboxError
-from orchestrator.fidelity.report import agreement_line, left_out_counts, report, report_bad, write_json, write_text
+from orchestrator.fidelity.report import (
+    agreement_line,
+    left_out_counts,
+    report,
+    report_bad,
+    write_json,
+    write_text,
+)
 from orchestrator.fidelity.rules import OutOfGrammar, TurnResult, replay_turn
 from orchestrator.fidelity.table import print_table, success_table, table_json
 from orchestrator.fidelity.trajectories import Episode, TaskFinder, read_episodes, shown
@@ -192,7 +200,7 @@ async def replay_recordings(runtime: Runtime, finder: TaskFinder, episodes: list
     out = Replayed()
 
     async def worker(kind: str, queue: asyncio.Queue[Episode]) -> None:
-        await Replayer(lambda: _prepared(make_environment(kind, runtime)), finder, out, history=False).run(
+        await Replayer(lambda: make_environment(kind, runtime), finder, out, history=False).run(
             _drain(queue))
 
     async def in_one_harness(file_episodes: list[Episode]) -> None:
@@ -219,17 +227,11 @@ def lifecycle(episode: Episode, containers: str = "auto") -> str:
     directories), so they replay through the same lifecycle. Files we exported ran in pristine
     containers, and replay in them. Other kinds have no such history: always pristine.
     """
-    if episode.kind != "bash":
+    if not kind_spec(episode.kind).harness_history:
         return "pristine"
     if containers == "auto":
         return "pristine" if episode.harness == HARNESS else "original"
     return containers
-
-
-def _prepared(env: Environment) -> Environment:
-    if env.kind == "ctf":
-        env.wrong_flag_ends = False  # type: ignore[attr-defined] — the multi-turn harness let agents retry
-    return env
 
 
 def _drain(queue: asyncio.Queue[Episode]) -> Iterator[Episode]:
@@ -290,7 +292,7 @@ async def replay_episode(env: Environment, finder: TaskFinder, episode: Episode)
     if task is None:
         return EpisodeReplay(unscored(episode, NOT_FOUND), bad=bad_line(episode, NOT_FOUND))
     try:
-        await env.reset(task)
+        await env.reset(task, multi_turn=True)  # as the original's harness ran it (CTF: retry a wrong flag)
     except TaskUnavailable as exc:
         return EpisodeReplay(unscored(episode, str(exc)))
     except SandboxError as exc:

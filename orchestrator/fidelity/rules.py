@@ -27,9 +27,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from agents.paper_parsing import react_action
 from agents.strategies.common import harness_step
 from environments.base import Environment
+from environments.kind import kind_spec
+from environments.paper_parsing import react_action
 from orchestrator.fidelity.trajectories import BLOCKED, CTF, REACT, Episode, shown
 
 TOLERANCE = 0.01 + 1e-9
@@ -103,9 +104,7 @@ async def _react_turn(env: Environment, action: str, recorded: Any) -> tuple[flo
 async def harness_turn(env: Environment, action: str) -> tuple[float, str]:
     """One turn of the original's multi-turn harness (shared with our strategies); the older CTF
     harness prefixed shell commands with `cmd `."""
-    if env.kind == "ctf" and action.strip().startswith("cmd "):
-        action = action.strip()[4:]
-    reward, observation, _ = await harness_step(env, action)
+    reward, observation, _ = await harness_step(env, kind_spec(env.kind).recorded_action(action))
     return reward, observation
 
 

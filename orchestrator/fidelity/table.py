@@ -16,12 +16,18 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from orchestrator.fidelity.formats import PLAN_AND_SOLVE, REFINE, SINGLE, STRATEGY, TRY_AGAIN
+from environments.kind import kind_names
+from orchestrator.fidelity.formats import (
+    PLAN_AND_SOLVE,
+    REFINE,
+    SINGLE,
+    STRATEGY,
+    TRY_AGAIN,
+)
 from orchestrator.fidelity.rules import TurnResult
 from orchestrator.fidelity.trajectories import CTF, HUMAN, REACT, Episode
 
 STRATEGIES = (SINGLE, TRY_AGAIN, STRATEGY[REACT], PLAN_AND_SOLVE, REFINE, STRATEGY[CTF], STRATEGY[HUMAN])
-ENVIRONMENTS = ("bash", "sql", "python", "ctf")
 ONE = 1 - 1e-9  # "exactly 1", for rewards that went through float arithmetic
 
 
@@ -87,7 +93,8 @@ def success_table(episodes: list[Episode], results: list[TurnResult], bad: Itera
 
 def _order(cell: tuple[str, str]) -> tuple[int, int, str, str]:
     env, strategy = cell
-    return (ENVIRONMENTS.index(env) if env in ENVIRONMENTS else len(ENVIRONMENTS),
+    order = kind_names()
+    return (order.index(env) if env in order else len(order),
             STRATEGIES.index(strategy) if strategy in STRATEGIES else len(STRATEGIES), env, strategy)
 
 

@@ -29,10 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from environments.kind import all_kinds, kind_of_export
 from orchestrator.errors import ConfigError, DataDirError
 from tasks import DATASETS, Task, load_tasks
 
-KINDS = {"ic_bash": "bash", "ic_sql": "sql", "ic_python": "python", "ic_ctf": "ctf"}
 # The original's data file names, mapped to our dataset names.
 FILES = {**{f"nl2bash_fs_{n}.json": f"nl2bash-fs{n}" for n in (1, 2, 3, 4)}, "test_queries.json": "test-queries",
          "dev_spider.json": "spider", "ic_spider_dev.json": "spider", "ic_wikisql_dev.json": "wikisql",
@@ -69,7 +69,9 @@ class Episode:
 def read_episodes(path: Path) -> list[Episode]:
     """The episodes of a trajectory file of any of the original's scripts, in the file's order;
     ConfigError (one line) for a file that is not one."""
-    from orchestrator.fidelity.formats import read_recording  # it builds on this module's reading
+    from orchestrator.fidelity.formats import (
+        read_recording,  # it builds on this module's reading
+    )
 
     return read_recording(path)
 
@@ -129,16 +131,23 @@ def history_episode(path: Path, key: str, value: object, fmt: str = N_TURN) -> E
     where = f"{file_label(path)}: episode {shown(key)}"
     if not isinstance(value, dict):
         raise ConfigError(f"{where} is not an object but {json_type(value)}")
-    environment = value.get("environment")
-    if not isinstance(environment, str) or environment not in KINDS:
-        raise ConfigError(f"{where}: environment is {json_value(environment)}; expected one of {', '.join(KINDS)}")
+    kind = kind_named(where, value.get("environment"))
     history = value.get("turn_history")
     if not isinstance(history, dict):
         raise ConfigError(f"{where}: turn_history is {json_value(history)}; expected an object with "
                           f"{', '.join(COLUMNS)}")
-    return Episode(key, KINDS[environment], text_field(where, value, "dataset"), value.get("task_id"),
+    return Episode(key, kind, text_field(where, value, "dataset"), value.get("task_id"),
                    text_field(where, value, "query"), _turns(where, history, fmt), str(path),
                    str(value.get("harness", "")), fmt)
+
+
+def kind_named(where: str, environment: object) -> str:
+    """Our kind of the original's environment name ("ic_sql" -> "sql"); one ConfigError line if unknown."""
+    spec = kind_of_export(environment) if isinstance(environment, str) else None
+    if spec is None:
+        known = ", ".join(spec.export_name for spec in all_kinds())
+        raise ConfigError(f"{where}: environment is {json_value(environment)}; expected one of {known}")
+    return spec.name
 
 
 def text_field(where: str, value: dict[str, Any], name: str) -> str:

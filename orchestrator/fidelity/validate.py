@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import re
 import time
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
@@ -19,13 +18,11 @@ from typing import Any
 
 from environments import make_environment
 from environments.base import TaskUnavailable
+from environments.kind import gold_actions, kind_names, kind_spec
 from environments.runtime import Runtime
 from orchestrator.errors import ConfigError
 from orchestrator.settings import resolve_data_dir
 from tasks import DATASETS, Task, load_tasks
-
-DEFAULT_SETS = {"bash": ["nl2bash-fs1", "nl2bash-fs2", "nl2bash-fs3", "nl2bash-fs4"], "sql": ["spider"],
-                "python": ["mbpp"], "ctf": ["ctf"]}
 
 
 @dataclass
@@ -38,7 +35,7 @@ class Outcome:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("validate", help="run every task's gold solution; share reaching reward 1")
-    parser.add_argument("env", choices=sorted(DEFAULT_SETS), metavar="ENV", help="bash, sql, python or ctf")
+    parser.add_argument("env", choices=kind_names(), metavar="ENV", help=", ".join(kind_names()))
     parser.add_argument("--tasks", help="comma-separated task sets (default: the paper's sets for ENV)")
     parser.add_argument("--data-dir", help="benchmark data (default: $INTERCODE_DATA_DIR or ../shared/intercode-data)")
     parser.add_argument("--concurrency", type=int, default=8)
@@ -48,17 +45,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run)
 
 
-def gold_actions(task: Task) -> list[str]:
-    if task.env == "ctf":
-        return [f"submit {task.gold_text}"]
-    if task.env == "python":
-        match = re.search(r"def (\w+)\(", task.gold_text)
-        return [task.gold_text, f"submit {match.group(1) if match else ''}"]
-    return [task.gold_text, "submit"]
-
-
 async def run(args: argparse.Namespace) -> int:
-    sets = args.tasks.split(",") if args.tasks else DEFAULT_SETS[args.env]
+    sets = args.tasks.split(",") if args.tasks else list(kind_spec(args.env).datasets)
     for name in sets:
         if name not in DATASETS or DATASETS[name].env != args.env:
             known = ", ".join(n for n, i in DATASETS.items() if i.env == args.env)

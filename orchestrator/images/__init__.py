@@ -5,7 +5,13 @@ the progress line type (`Line`).
 """
 
 from orchestrator.images.base import ensure_base
-from orchestrator.images.build import BuildResult, ImageStatus, State, build_images, image_status
+from orchestrator.images.build import (
+           BuildResult,
+           ImageStatus,
+           State,
+           build_images,
+           image_status,
+)
 from orchestrator.images.engine_build import Line, Progress
 from orchestrator.images.specs import BASE_IMAGE, SPECS, ImageSpec, get
 

@@ -19,7 +19,13 @@ import aiohttp
 
 from orchestrator.errors import ImageError
 from orchestrator.images import proc
-from orchestrator.images.engine_build import Line, Progress, find_image, no_progress, run_build
+from orchestrator.images.engine_build import (
+    Line,
+    Progress,
+    find_image,
+    no_progress,
+    run_build,
+)
 from orchestrator.images.specs import BASE_IMAGE, IMAGES_DIR
 
 SUITE = "bookworm"

@@ -21,7 +21,13 @@ import aiodocker
 from orchestrator.engine import engine
 from orchestrator.images.base import ensure_base
 from orchestrator.images.context import Entry, collect, describe, inputs_hash, write_tar
-from orchestrator.images.engine_build import Line, Progress, find_image, no_progress, run_build
+from orchestrator.images.engine_build import (
+    Line,
+    Progress,
+    find_image,
+    no_progress,
+    run_build,
+)
 from orchestrator.images.specs import BASE_IMAGE, ImageSpec, get, in_build_order
 
 HASH_LABEL = "intercode.inputs-hash"

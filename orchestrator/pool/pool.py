@@ -35,7 +35,13 @@ from orchestrator.pool.cpu import CpuGauge
 from orchestrator.pool.disk import DiskCaps
 from orchestrator.pool.disk import probe as probe_disk
 from orchestrator.pool.image_pool import ImagePool, PoolClosed
-from orchestrator.pool.ownership import RUN, Owner, labels_for, reap_orphans, remove_quietly
+from orchestrator.pool.ownership import (
+    RUN,
+    Owner,
+    labels_for,
+    reap_orphans,
+    remove_quietly,
+)
 from orchestrator.pool.sandbox import Sandbox
 
 log = structlog.get_logger(__name__)

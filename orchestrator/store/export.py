@@ -16,10 +16,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from environments.kind import kind_spec
 from orchestrator.store.reader import read_only
 from tasks import DATASETS
 
-ENVIRONMENTS = {"bash": "ic_bash", "sql": "ic_sql", "python": "ic_python", "ctf": "ic_ctf"}
 # Marks our files: `replay` then gives their episodes pristine containers, as they ran, where a
 # file of the original's gets the original's long-lived, leakily reset ones.
 HARNESS = "intercode-orchestrator"
@@ -59,7 +59,7 @@ def _episode(env: str, dataset: str, index: int, query: str, max_turns: int,
     best = max(rewards, default=0.0)
     info = DATASETS.get(dataset)
     return {
-        "environment": ENVIRONMENTS[env],
+        "environment": kind_spec(env).export_name,
         "dataset": f"./data/{info.path}" if info and not info.starter else f"starter/{info.path if info else dataset}",
         "task_id": index,
         "query": query,

@@ -25,8 +25,8 @@ from agents.llm import Budget, LLMClient, ModelError, ModelSpec
 from agents.llm.server import ScriptedLLMServer, ServerConfig
 from agents.llm.transport import transport
 from agents.models import answer_as, check_llm, resolve_model
+from environments.kind import gold_actions
 from orchestrator.errors import ConfigError
-from orchestrator.fidelity.validate import gold_actions
 from orchestrator.store import LLMCall
 from orchestrator.sweep.config import LocalServer, ModelConfig, SweepConfig
 from tasks import Task

@@ -98,7 +98,8 @@ class EpisodeRunner:
         deadline = asyncio.timeout(self.timeout)
         try:
             async with deadline:
-                record.image_digest = await self.runtime.image_digest(episode.task.image)
+                if episode.task.image:  # a kind without containers has none
+                    record.image_digest = await self.runtime.image_digest(episode.task.image)
                 async with make_environment(episode.task.env, self.runtime) as env:
                     outcome = await strategy.run(env, episode.task, model, max_turns=self.max_turns)
         except TimeoutError:

@@ -106,7 +106,7 @@ def _load_task_sets(config: SweepConfig, data_dir: Path | None) -> dict[str, lis
 async def _run(config: SweepConfig, todo: list[PlannedEpisode], task_sets: dict[str, list[Task]], store: Store,
                run_id: int, progress: SweepProgress, data_dir: Path | None) -> int:
     """Run `todo`; returns how many episodes were left unstarted (a spent budget stops new ones)."""
-    images = sorted({e.task.image for e in todo})
+    images = sorted({e.task.image for e in todo if e.task.image})  # "": a kind that needs no container
     await ensure_images(images, data_dir)
     all_tasks = [t for tasks in task_sets.values() for t in tasks]
     async with SweepModels.open(config, all_tasks, data_dir) as models, \
@@ -134,7 +134,8 @@ async def _episodes(config: SweepConfig, todo: list[PlannedEpisode], runtime: Ru
                     store: Store, run_id: int, progress: SweepProgress) -> int:
     runner = EpisodeRunner(runtime, models, max_turns=config.max_turns, timeout=config.episode_timeout,
                            retries=config.infra_retries, on_retry=progress.retried)
-    dispatcher = Dispatcher(todo, capacity=lambda image: None if image in SERVICE_IMAGES else runtime.pool.capacity(image))
+    dispatcher = Dispatcher(todo, capacity=lambda image: None if not image or image in SERVICE_IMAGES
+                            else runtime.pool.capacity(image))
     budget = models.client.budget
 
     async def worker() -> None:
@@ -161,7 +162,7 @@ async def _warm(runtime: Runtime, todo: list[PlannedEpisode], concurrency: int) 
     episodes don't queue behind container start-up."""
     counts = collections.Counter(e.task.image for e in todo)
     wanted = {image: min(n, math.ceil(concurrency * n / len(todo))) for image, n in counts.items()
-              if image not in SERVICE_IMAGES}
+              if image and image not in SERVICE_IMAGES}
     started = time.monotonic()
     try:
         await asyncio.gather(*(runtime.pool.warm(image, n) for image, n in wanted.items()))

@@ -1,0 +1,100 @@
+"""What an environment kind is, to the rest of the system: one `KindSpec` per kind, declared in the
+kind's own module, registered by name.
+
+    spec = kind_spec("sql")          # imports environments.sql if needed
+    spec.language, spec.fence        # "SQL", "sql": what prompts say, what an offline model writes
+    spec.gold_actions(task)          # the oracle's actions
+    spec.environment                 # SqlEnv
+
+Strategies, parsing, the oracle, validate, replay, export and the gym adapter read the spec; none
+of them switches on a kind's name. A new kind is a module that defines an Environment subclass and
+calls `register(KindSpec(...))` (tests/test_toy_kind.py does it in a test module alone).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from orchestrator.errors import ConfigError
+
+if TYPE_CHECKING:
+    from environments.base import Environment
+    from tasks import Task
+
+Parsed = tuple[str, bool]  # (action, is_code), as the paper's parsers return it
+
+# The kinds that ship with the project: name -> the module that registers it (imported on first use).
+BUILTIN = {"bash": "environments.bash", "sql": "environments.sql", "python": "environments.python",
+           "ctf": "environments.ctf"}
+_KINDS: dict[str, KindSpec] = {}
+
+
+def _whole(answer: str) -> Parsed:
+    return answer, True
+
+
+def _unchanged(action: str) -> str:
+    return action
+
+
+def _run_then_submit(task: Task) -> list[str]:
+    return [task.gold_text, "submit"]
+
+
+@dataclass(frozen=True)
+class KindSpec:
+    name: str
+    environment: type[Environment]
+    language: str  # what prompts call the code ("BASH", "SQL")
+    setting: str  # where it runs, for prompts ("Bourne Shell")
+    fence: str  # the tag of the code block an offline model writes
+    fence_tags: frozenset[str]  # tags of fenced blocks read as this kind's code (untagged ones too)
+    export_name: str  # the original's name of the environment ("ic_bash"): exported files, recordings
+    datasets: tuple[str, ...]  # the paper's task sets (validate's default)
+    starter: str | None = None  # the starter set the gym adapter defaults to
+    gold_actions: Callable[[Task], list[str]] = _run_then_submit  # the oracle's turns
+    submit_argument: str = ""  # what `submit` takes, for prompts (" <flag>")
+    submit_meaning: str = "the output of your last command is taken as the answer"
+    shows_reward: bool = True  # Try Again's feedback shows the reward (the paper's CTF runs did not)
+    paper_parser: Callable[[str], Parsed] = _whole  # the paper's Single / Try Again / Plan & Solve rule
+    react_code: Callable[[str], str] = _unchanged  # the paper's ReAct rule, after execute[...]
+    paper_fenced: bool = False  # an oracle answers the paper's parser in a fence (SQL's keyword rule)
+    recorded_action: Callable[[str], str] = _unchanged  # a recorded action as today's harness reads it
+    harness_history: bool = False  # the original's harness reused containers across episodes (Bash)
+
+
+def register(spec: KindSpec) -> KindSpec:
+    """Make `spec` known by its name (again: the latest wins, so a reloaded module stays valid)."""
+    _KINDS[spec.name] = spec
+    return spec
+
+
+def kind_spec(name: str) -> KindSpec:
+    if name not in _KINDS and name in BUILTIN:
+        importlib.import_module(BUILTIN[name])
+    try:
+        return _KINDS[name]
+    except KeyError:
+        raise ConfigError(f"unknown environment kind {name!r}; known: {', '.join(kind_names())}") from None
+
+
+def kind_names() -> list[str]:
+    """The built-in kinds in their usual order, then any registered since."""
+    return [*BUILTIN, *(name for name in _KINDS if name not in BUILTIN)]
+
+
+def all_kinds() -> list[KindSpec]:
+    return [kind_spec(name) for name in kind_names()]
+
+
+def kind_of_export(export_name: str) -> KindSpec | None:
+    """The kind the original called `export_name` ("ic_sql"), if any."""
+    return next((spec for spec in all_kinds() if spec.export_name == export_name), None)
+
+
+def gold_actions(task: Task) -> list[str]:
+    """The oracle's actions for `task`, one a turn: its kind's rule."""
+    return kind_spec(task.env).gold_actions(task)
