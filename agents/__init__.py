@@ -1,6 +1,6 @@
 """Agents: the Model and Strategy interfaces, and the models a run can use.
 
-    from agents import get_strategy, resolve_model
+    from agents import get_strategy, OracleModel
 """
 
 from agents.base import (
@@ -15,11 +15,9 @@ from agents.base import (
 from agents.models import (
            LLMModel,
            OracleModel,
-           ReplayModel,
            check_llm,
            fenced,
-           resolve_model,
 )
 
-__all__ = ["STRATEGIES", "EpisodeOutcome", "LLMModel", "Message", "Model", "OracleModel", "ReplayModel",
-           "Strategy", "Turn", "check_llm", "fenced", "get_strategy", "resolve_model"]
+__all__ = ["STRATEGIES", "EpisodeOutcome", "LLMModel", "Message", "Model", "OracleModel", "Strategy", "Turn",
+           "check_llm", "fenced", "get_strategy"]

@@ -1,7 +1,7 @@
 """The agent interfaces: a Model answers prompts, a Strategy runs one episode with a Model.
 
     strategy = get_strategy("try_again")
-    model = resolve_model("oracle", client=...)        # or "openai/gpt-4o", or "replay:FILE"
+    model = OracleModel()                              # or LLMModel(client, "openai/gpt-4o")
     outcome = await strategy.run(env, task, model, max_turns=10)
 
 Every model, the offline ones included, goes through the same path: it returns text, from which
@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from orchestrator.errors import ConfigError
+from foundation.errors import ConfigError
 
 if TYPE_CHECKING:
     from environments.base import Environment

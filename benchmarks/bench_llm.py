@@ -23,7 +23,7 @@ from agents.llm.server import ScriptedLLMServer, ServerConfig
 from agents.models import LLMModel
 from environments import make_environment
 from environments.runtime import Runtime
-from orchestrator.logs import configure
+from foundation.logs import configure
 from tasks import Task, load_tasks
 
 MODEL = "openai/scripted-bench"

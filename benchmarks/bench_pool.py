@@ -2,7 +2,7 @@
 
 Measures, in one run on this machine: a warm lease, the round trip of the action `true` through
 the driver and through `docker exec`, a reset against creating a container, and sustained
-actions per second at concurrency 1, 8 and 32. What the disk cap costs (orchestrator/pool/disk.py)
+actions per second at concurrency 1, 8 and 32. What the disk cap costs (foundation/pool/disk.py)
 is measured side by side: creating and resetting a container with the cap and without, in
 alternation. Ends with one `name: value` line per figure.
 """
@@ -17,12 +17,12 @@ from collections.abc import Awaitable, Callable
 
 import aiodocker
 
-from orchestrator.engine import engine
-from orchestrator.logs import configure
-from orchestrator.pool import ImagePoolConfig, Pool
-from orchestrator.pool.container import create_container
-from orchestrator.pool.driver import DriverClient
-from orchestrator.pool.ownership import Owner, labels_for
+from foundation.engine import engine
+from foundation.logs import configure
+from foundation.pool import ImagePoolConfig, Pool
+from foundation.pool.container import create_container
+from foundation.pool.driver import DriverClient
+from foundation.pool.ownership import Owner, labels_for
 
 IMAGE = "intercode/nl2bash-fs1"
 

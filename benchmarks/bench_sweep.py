@@ -35,8 +35,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from orchestrator.logs import configure
-from orchestrator.settings import resolve_data_dir
+from foundation.logs import configure
+from foundation.settings import resolve_data_dir
 from orchestrator.sweep.config import load_sweep
 from orchestrator.sweep.progress import SweepProgress
 from orchestrator.sweep.scheduler import run_sweep

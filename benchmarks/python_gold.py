@@ -20,8 +20,8 @@ from typing import Any
 from environments import make_environment
 from environments.rewards.python import MbppCheck
 from environments.runtime import Runtime
-from orchestrator.logs import configure
-from orchestrator.settings import resolve_data_dir
+from foundation.logs import configure
+from foundation.settings import resolve_data_dir
 from tasks import Task, load_tasks
 
 

@@ -26,8 +26,8 @@ from typing import Any
 from environments import make_environment
 from environments.base import Environment
 from environments.runtime import Runtime
-from orchestrator.logs import configure
-from orchestrator.settings import resolve_data_dir
+from foundation.logs import configure
+from foundation.settings import resolve_data_dir
 from tasks import Task, load_tasks
 
 RETRY_PREFIX = "Format your SQL command"  # the harness's message when the model's reply held no code

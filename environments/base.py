@@ -21,7 +21,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from orchestrator.errors import OrchestratorError
+from foundation.errors import OrchestratorError
 
 if TYPE_CHECKING:
     from environments.runtime import Runtime
@@ -63,6 +63,7 @@ class Environment(ABC):
         self.reward: float | None = None
         self.history: list[tuple[str, str]] = []
         self.multi_turn = False
+        self.score_info: dict[str, Any] = {}  # the info of the last score or submission (the reward's terms)
         self._resetting: asyncio.Future[str] | None = None
 
     async def __aenter__(self) -> Environment:
@@ -118,7 +119,7 @@ class Environment(ABC):
     async def _submit(self, argument: str) -> StepResult:
         self.history.append((f"submit {argument}".strip(), self.observation or ""))
         reward, info = await self._reward(argument)
-        self.done, self.reward = True, reward
+        self.done, self.reward, self.score_info = True, reward, info
         info[ACTION_EXECUTED] = True
         return StepResult(self.observation or "", reward, True, info)
 
@@ -127,7 +128,8 @@ class Environment(ABC):
         await self.ready()
         if self.task is None:
             raise EpisodeError("score() before reset()")
-        return await self._reward("")
+        reward, self.score_info = await self._reward("")
+        return reward, self.score_info
 
     async def harness_step(self, action: str) -> tuple[float, str, bool]:
         """One turn of the paper's multi-turn harness: (reward, observation, executed). `submit`

@@ -29,8 +29,8 @@ from environments.rewards.bash import (
     parse_porcelain,
     parse_status,
 )
-from orchestrator.pool import ExecResult, Sandbox
-from orchestrator.pool.sandbox import simplify_path
+from foundation.pool import ExecResult, Sandbox
+from foundation.pool.sandbox import simplify_path
 from tasks import Task
 
 ACTION_TIMEOUT = 10.0

@@ -23,8 +23,8 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 from environments.bash import GOLD_TIMEOUT, BashEnv, as_docker_exec, split_action
-from orchestrator.errors import SandboxError
-from orchestrator.pool import Sandbox
+from foundation.errors import SandboxError
+from foundation.pool import Sandbox
 from tasks import Task
 
 LEAKY_RESET = "git reset --hard; git clean -fd;"

@@ -24,7 +24,7 @@ import gymnasium
 from environments import make_environment
 from environments.kind import BUILTIN, kind_spec
 from environments.runtime import Runtime
-from orchestrator.errors import ConfigError
+from foundation.errors import ConfigError
 from tasks import Task, load_tasks
 
 T = TypeVar("T")

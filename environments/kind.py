@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from orchestrator.errors import ConfigError
+from foundation.errors import ConfigError
 
 if TYPE_CHECKING:
     from environments.base import Environment

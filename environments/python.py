@@ -33,9 +33,9 @@ from environments.rewards.python import (
     original_reward,
     strict_reward,
 )
-from orchestrator.errors import SandboxError
-from orchestrator.pool import Sandbox
-from orchestrator.pool.driver import PythonRun
+from foundation.errors import SandboxError
+from foundation.pool import Sandbox
+from foundation.pool.driver import PythonRun
 from tasks import Task
 
 RETRY_MESSAGE = "Test case did not pass. Please try again."
@@ -90,7 +90,6 @@ class PythonEnv(Environment):
         self.sandbox: Sandbox | None = None
         self.last_function: str | None = None  # what `submit` with no name and `score()` submit
         self._stack: AsyncExitStack | None = None
-        self._broken: SandboxError | None = None
         self._check: MbppCheck | None = None
         self._restarted = False
         self.timeout = TIMEOUT  # seconds per code (an action, a test); its interpreter is lost after
@@ -108,13 +107,8 @@ class PythonEnv(Environment):
             await self.gold()  # the first episode of a task computes it here, before any action
 
     async def _stop(self) -> None:
-        stack, broken = self._stack, self._broken
-        self._stack, self.sandbox, self._broken = None, None, None
-        if stack is None:
-            return
-        if broken is not None:  # tell the lease, so that the pool retires the container
-            await stack.__aexit__(type(broken), broken, broken.__traceback__)
-        else:
+        stack, self._stack, self.sandbox = self._stack, None, None
+        if stack is not None:
             await stack.aclose()
 
     async def step(self, action: str) -> StepResult:
@@ -142,8 +136,8 @@ class PythonEnv(Environment):
         options.setdefault("timeout", self.timeout)
         try:
             run = await self.sandbox.python(codes, **options)
-        except SandboxError as exc:
-            self._broken = exc
+        except SandboxError as exc:  # the lease then retires the container
+            self.sandbox.mark_broken(str(exc))
             raise
         self._restarted |= run.restarted and options.get("name", "main") == "main"
         return run

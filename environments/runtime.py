@@ -5,7 +5,7 @@ and services started on first use (the SQL server). One Runtime per sweep or com
         async with make_environment("bash", runtime) as env:
             ...
 
-With `engine_wait`, the runtime watches the engine (orchestrator.engine_watch): when it goes away,
+With `engine_wait`, the runtime watches the engine (foundation.engine_watch): when it goes away,
 the pool is suspended; when it is back, `recover` forgets every container and every service (the
 SQL server died with the engine), and they are made again on first use.
 """
@@ -22,9 +22,10 @@ import aiodocker
 import structlog
 
 from environments.gold import GoldCache
-from orchestrator.engine import engine, engine_call, engine_host
-from orchestrator.engine_watch import EngineWatch
-from orchestrator.pool import ActionLimits, Hardening, ImagePoolConfig, Pool
+from foundation.engine import engine, engine_call, engine_host
+from foundation.engine_watch import EngineWatch
+from foundation.pool import ActionLimits, Hardening, ImagePoolConfig, Pool
+from foundation.sandbox import SandboxProvider
 
 log = structlog.get_logger(__name__)
 SERVICE_CLOSE_TIMEOUT = 10.0  # seconds for closing a service whose container died with the engine
@@ -42,7 +43,7 @@ def default_pool_config(image: str) -> ImagePoolConfig:
 
 
 class Runtime:
-    def __init__(self, docker: aiodocker.Docker, pool: Pool, *, data_dir: Path | None = None,
+    def __init__(self, docker: aiodocker.Docker | None, pool: Pool | SandboxProvider, *, data_dir: Path | None = None,
                  reward_mode: RewardMode = "original", gold: GoldCache | None = None) -> None:
         self.docker = docker
         self.pool = pool
@@ -79,6 +80,16 @@ class Runtime:
                             docker, engine_host(), limit=engine_wait, on_lost=pool.suspend, on_back=runtime.recover))
                     yield runtime
 
+    @classmethod
+    @asynccontextmanager
+    async def local(cls, provider: SandboxProvider, *, data_dir: Path | None = None,
+                    reward_mode: RewardMode = "original") -> AsyncIterator[Runtime]:
+        """A runtime without Docker: `provider` leases the sandboxes (foundation.local.LocalProvider
+        for tests of environment logic and strategies); images are known by name only."""
+        runtime = cls(None, provider, data_dir=data_dir, reward_mode=reward_mode)
+        async with runtime._stack:
+            yield runtime
+
     @property
     def generation(self) -> int:
         """How many times the engine came back; an episode that began in an earlier generation
@@ -98,6 +109,8 @@ class Runtime:
         await self.pool.recover()
 
     async def _inspect(self, image: str) -> dict[str, Any]:
+        if self.docker is None:  # a local provider's image is a name: no digest of its own, "/" its workdir
+            return {"Id": f"local:{image}", "Config": {"WorkingDir": "/"}}
         with engine_call(f"inspect image {image}", image=image):
             return await self.docker.images.inspect(image)
 

@@ -26,12 +26,12 @@ import aiomysql
 import pymysql
 from pydantic import BaseModel, ConfigDict, Field
 
-from orchestrator.engine import engine_call
-from orchestrator.errors import SandboxError
+from foundation.engine import engine_call
+from foundation.errors import SandboxError
 
 if TYPE_CHECKING:
     from environments.runtime import Runtime
-    from orchestrator.pool import Sandbox
+    from foundation.pool import Sandbox
 
 PORT = 3306
 READER = "icreader"
@@ -248,7 +248,7 @@ async def forget_if_dead(runtime: Runtime, server: SqlServer) -> None:
     except SandboxError:
         return
     if not running:
-        server.sandbox.discard("the SQL server's container stopped")
+        server.sandbox.mark_broken("the SQL server's container stopped")
         await runtime.drop_service(f"sql:{server.image}", server)
 
 

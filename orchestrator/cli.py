@@ -15,15 +15,15 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from orchestrator import logs
-from orchestrator.errors import UserError
+from foundation import logs
+from foundation.errors import UserError
 
 Handler = Callable[[argparse.Namespace], Awaitable[int]]
 
 # Command modules, imported lazily so `--help` stays fast and one broken command can't hide the rest.
 COMMAND_MODULES = (
     "orchestrator.images.cli",
-    "orchestrator.pool.cli",
+    "orchestrator.pool_cli",
     "orchestrator.fidelity.validate",
     "orchestrator.fidelity.replay",
     "orchestrator.sweep.cli",

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator.errors import ConfigError, DataDirError
-from orchestrator.settings import HOW_TO_FIX
+from foundation.errors import ConfigError, DataDirError
+from foundation.settings import HOW_TO_FIX
 from tasks.model import Task
 
 STARTER_DIR = Path(__file__).resolve().parent / "starter"

@@ -12,10 +12,10 @@ from typing import Any
 import aiodocker
 import pytest
 
-from orchestrator import logs
-from orchestrator.engine import engine
-from orchestrator.pool import ImagePoolConfig, Pool
-from orchestrator.pool.ownership import RUN
+from foundation import logs
+from foundation.engine import engine
+from foundation.pool import ImagePoolConfig, Pool
+from foundation.pool.ownership import RUN
 
 PROJECT = Path(__file__).resolve().parent.parent
 logs.configure(int(os.environ.get("INTERCODE_TEST_VERBOSITY", "1")))

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator import cli
-from orchestrator.errors import ConfigError
+from foundation.errors import ConfigError
 from orchestrator.nightly.cli import run_compare, write_comparison
 from orchestrator.nightly.compare import CompareSettings, Exclusions, compare
 from orchestrator.nightly.outcomes import Outcome

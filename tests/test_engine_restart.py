@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.settings import PROJECT_ROOT
+from foundation.settings import PROJECT_ROOT
 from tests.second_engine import SecondEngine
 from tests.test_sweep_kill import results, stored
 

@@ -11,12 +11,13 @@ import aiodocker
 import pytest
 from pydantic import SecretStr
 
-from agents import LLMModel, OracleModel, ReplayModel, get_strategy, resolve_model
+from agents import LLMModel, OracleModel, get_strategy
 from agents.llm import LLMClient, ModelSpec
 from agents.llm.server import Rule, ScriptedLLMServer, ServerConfig
 from environments import make_environment
 from environments.runtime import Runtime
-from orchestrator.errors import ConfigError
+from foundation.errors import ConfigError
+from orchestrator.models import ReplayModel, resolve_model
 from tasks import Task, load_tasks
 from tests.conftest import containers_of_run, require_image
 

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from orchestrator.pool import ImagePoolConfig
-from orchestrator.pool.cpu import CpuGauge
+from foundation.pool import ImagePoolConfig
+from foundation.pool.cpu import CpuGauge
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

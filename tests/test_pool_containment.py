@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.errors import DriverLost
-from orchestrator.pool import ActionLimits, ImagePoolConfig
+from foundation.errors import DriverLost
+from foundation.pool import ActionLimits, ImagePoolConfig
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

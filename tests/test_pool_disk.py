@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.pool import Hardening, ImagePoolConfig
+from foundation.pool import Hardening, ImagePoolConfig
 from tasks import load_tasks
 from tests.test_sweep import our_containers, rows, sweep, sweep_file
 
@@ -71,7 +71,7 @@ def test_a_hostile_episode_stops_at_its_cap_and_the_neighbours_score_as_the_orac
 
 
 def test_the_sweep_file_sets_the_cap_per_image(tmp_path):
-    from orchestrator.errors import ConfigError
+    from foundation.errors import ConfigError
     from orchestrator.sweep.config import load_sweep
     from orchestrator.sweep.scheduler import _pool_configs
 

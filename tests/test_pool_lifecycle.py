@@ -9,16 +9,16 @@ import sys
 
 import pytest
 
-from orchestrator.pool import ImagePoolConfig, Pool
-from orchestrator.pool.ownership import MANAGED, OWNER, Owner
+from foundation.pool import ImagePoolConfig, Pool
+from foundation.pool.ownership import MANAGED, OWNER, Owner
 from tests.conftest import PROJECT, containers_of_run
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 HOLDER = """
 import asyncio, sys
-from orchestrator.pool import Pool, ImagePoolConfig
-from orchestrator.engine import engine
+from foundation.pool import Pool, ImagePoolConfig
+from foundation.engine import engine
 async def main():
     async with engine() as docker:
         async with Pool(docker, {sys.argv[1]: ImagePoolConfig(min_idle=3, max_size=3)}, run_id=sys.argv[2]) as pool:

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from orchestrator.pool import ImagePoolConfig, Sandbox
+from foundation.pool import ImagePoolConfig, Sandbox
 
 pytestmark = pytest.mark.docker
 

@@ -12,7 +12,7 @@ import pytest
 from environments import make_environment
 from environments.python import RETRY_MESSAGE, PythonEnv
 from environments.runtime import Runtime
-from orchestrator.pool import ImagePoolConfig
+from foundation.pool import ImagePoolConfig
 from tasks import Task, load_tasks
 from tests.conftest import clean_runtime
 

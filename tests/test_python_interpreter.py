@@ -5,7 +5,7 @@ from __future__ import annotations
 import aiodocker
 import pytest
 
-from orchestrator.pool import ActionLimits, ImagePoolConfig
+from foundation.pool import ActionLimits, ImagePoolConfig
 from tests.conftest import require_image
 
 pytestmark = pytest.mark.docker

@@ -7,7 +7,7 @@ import pytest
 from environments.python import defined_functions, wrap_strict, wrap_with_print
 from environments.rewards.python import (MbppCheck, by_test, failed_test, original_gold_name, original_result,
                                          original_reward, strict_gold_name, strict_reward)
-from orchestrator.pool.driver import PythonResult
+from foundation.pool.driver import PythonResult
 
 PASS = {"output": "", "error": ""}
 ASSERT_FAILED = {"error": "Error: "}  # what a failing `assert` gives: AssertionError() prints as ""

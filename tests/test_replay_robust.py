@@ -16,12 +16,12 @@ import aiodocker
 import pytest
 from pydantic import SecretStr
 
-from agents import resolve_model
 from agents.llm import LLMClient, ModelSpec
+from foundation.errors import ConfigError
 from orchestrator.cli import main
-from orchestrator.errors import ConfigError
 from orchestrator.fidelity.replay import TurnResult, replay_all
 from orchestrator.fidelity.trajectories import TaskFinder, read_episodes
+from orchestrator.models import resolve_model
 from tests.conftest import FS1, clean_runtime
 
 FS1_FILE = "./data/nl2bash/nl2bash_fs_1.json"
@@ -30,7 +30,7 @@ FS1_FILE = "./data/nl2bash/nl2bash_fs_1.json"
 BREAKS_THE_CONTAINER = "gzip -9 /usr/bin/bash /usr/bin/git"
 # The container's driver: the oldest process running it. (Not the action's parent: Bash actions run
 # under a wrapper that waits for their output the way docker's exec did, environments/bash.py.)
-KILLS_THE_DRIVER = "kill -9 $(pgrep -o -f /usr/lib/intercode/icdriver.py)"
+KILLS_THE_DRIVER = "kill -9 $(pgrep -o -f /usr/lib/intercode/icdriver.pyz)"
 
 
 def episode(query: str, actions: list[Any], rewards: list[Any], *, task_id: Any = 0,

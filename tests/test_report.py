@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator import cli
-from orchestrator.errors import ConfigError
+from foundation.errors import ConfigError
 from orchestrator.report.cli import run, write_report
 from orchestrator.report.data import load_results
 from orchestrator.report.summary import summarize_all, turn_budget_curve

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.errors import SandboxError
-from orchestrator.pool import ImagePoolConfig
+from foundation.errors import SandboxError
+from foundation.pool import ImagePoolConfig
 
 pytestmark = pytest.mark.docker
 

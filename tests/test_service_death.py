@@ -7,7 +7,7 @@ import pytest
 
 from environments import make_environment
 from environments.sql_server import sql_server
-from orchestrator.errors import SandboxError
+from foundation.errors import SandboxError
 from tasks import load_tasks
 from tests.conftest import clean_runtime
 

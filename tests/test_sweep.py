@@ -15,8 +15,8 @@ import pytest
 from orchestrator.cli import main
 from orchestrator.fidelity.trajectories import read_episodes
 from orchestrator.store.export import HARNESS
-from orchestrator.pool.ownership import Owner
-from orchestrator.settings import PROJECT_ROOT
+from foundation.pool.ownership import Owner
+from foundation.settings import PROJECT_ROOT
 from tasks import load_tasks
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -103,7 +103,7 @@ def test_an_infrastructure_failure_is_rerun_a_bounded_number_of_times(tmp_path):
     trajectory = tmp_path / "kill.json"  # its one action kills the container's driver (the oldest icdriver)
     trajectory.write_text(json.dumps({"0": {"environment": "ic_bash", "dataset": "starter", "task_id": 0,
                                             "query": task.query, "turn_history": {
-                                                "actions": ["kill -9 $(pgrep -o -f /usr/lib/intercode/icdriver.py)"],
+                                                "actions": ["kill -9 $(pgrep -o -f /usr/lib/intercode/icdriver.pyz)"],
                                                 "observations": [""],
                                                 "rewards": [0], "valid_action": [True]}}}))
     path = sweep_file(tmp_path, f'[[models]]\nname = "replay:{trajectory}"\n', infra_retries=2)

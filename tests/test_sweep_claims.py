@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.settings import PROJECT_ROOT
+from foundation.settings import PROJECT_ROOT
 from tests.test_sweep import one_error_line, our_containers, rows, sweep, sweep_file
 from tests.test_sweep_kill import results, stored
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.cli import main
-from orchestrator.errors import ConfigError
+from foundation.errors import ConfigError
 from orchestrator.sweep.config import load_sweep
 from orchestrator.store import EpisodeKey
 from orchestrator.sweep.plan import Dispatcher, PlannedEpisode, plan, select_tasks
@@ -146,7 +146,7 @@ def test_the_dispatcher_prefers_episodes_whose_image_has_a_container_to_spare():
 
 @pytest.mark.parametrize("name", ["quickstart.toml", "intercode-paper.toml"])
 def test_the_example_sweep_files_are_valid(name):
-    from orchestrator.settings import PROJECT_ROOT
+    from foundation.settings import PROJECT_ROOT
 
     config, _ = load_sweep(PROJECT_ROOT / "examples" / name)
     assert config.models and config.tasks

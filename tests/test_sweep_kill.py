@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.settings import PROJECT_ROOT
+from foundation.settings import PROJECT_ROOT
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

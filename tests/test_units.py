@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.pool.container import TRANSITIONS, IllegalTransition, PooledContainer, State
-from orchestrator.pool.ownership import Owner
-from orchestrator.pool.sandbox import simplify_path
+from foundation.pool.container import TRANSITIONS, IllegalTransition, PooledContainer, State
+from foundation.pool.ownership import Owner
+from foundation.pool.sandbox import simplify_path
 
 
 @pytest.mark.parametrize(("current", "arg", "expected"), [

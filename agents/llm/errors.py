@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import openai
 
-from orchestrator.errors import OrchestratorError
+from foundation.errors import OrchestratorError
 
 from ._litellm import litellm
 

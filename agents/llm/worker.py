@@ -95,7 +95,7 @@ async def serve(protocol_out: int) -> None:
 
 
 def main() -> None:
-    from orchestrator.logs import configure
+    from foundation.logs import configure
 
     configure(0)  # warnings and errors only, as lines the parent logs as llm_worker_stderr
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it closes our input

@@ -19,10 +19,10 @@ from benchmarks.differential.images import IMAGES, ensure_images
 from benchmarks.differential.original import ensure_venv, remove_leftovers
 from benchmarks.differential.run import CONCURRENCY, run_suites
 from environments.runtime import Runtime
-from orchestrator import logs
-from orchestrator.engine import engine
+from foundation import logs
+from foundation.engine import engine
 from orchestrator.images.build import build_images
-from orchestrator.settings import PROJECT_ROOT, resolve_data_dir
+from foundation.settings import PROJECT_ROOT, resolve_data_dir
 from tasks import DATASETS
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import aiodocker
 
 from benchmarks.differential.images import ORIGINAL_DIR
-from orchestrator.settings import PROJECT_ROOT
+from foundation.settings import PROJECT_ROOT
 
 VENV = PROJECT_ROOT / ".venv-original"
 REQUIREMENTS = Path(__file__).with_name("original-requirements.txt")

@@ -3,7 +3,7 @@
 A turn is `agents.strategies.common.harness_step`, the one our strategies and `replay` use. Bash
 runs in the original's container lifecycle (`OriginalLifecycleBashEnv`: two long-lived containers,
 reset with git), as the original side does; the other kinds as our sweeps run them. The reward's
-terms are read from the info of the score that harness_step asks for.
+terms are read from the environment's `score_info`, the info of the score harness_step asks for.
 """
 
 from __future__ import annotations
@@ -16,26 +16,11 @@ from environments.base import Environment
 from environments.bash_lifecycle import OriginalLifecycleBashEnv
 from environments.kind import kind_spec
 from environments.runtime import Runtime
-from orchestrator.errors import OrchestratorError
+from foundation.errors import OrchestratorError
 from tasks import Task
 
 TERMS = ("file_diff", "file_changes", "answer_similarity")
 CLIP = 4000
-
-
-class _Watched:
-    """The environment, with the info of its last score kept (harness_step returns the reward only)."""
-
-    def __init__(self, env: Environment) -> None:
-        self._env = env
-        self.info: dict[str, Any] = {}
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._env, name)
-
-    async def score(self) -> tuple[float, dict[str, Any]]:
-        reward, self.info = await self._env.score()
-        return reward, self.info
 
 
 class OurHarness:
@@ -67,13 +52,13 @@ class OurHarness:
         return {"ok": True}
 
     async def turn(self, action: str) -> dict[str, Any]:
-        watched = _Watched(self.env)
+        self.env.score_info = {}
         try:
-            reward, observation, executed = await harness_step(watched, action)  # type: ignore[arg-type]
+            reward, observation, executed = await harness_step(self.env, action)
         except OrchestratorError as exc:
             return {"error": f"{type(exc).__name__}: {exc}"[:500]}
         answer: dict[str, Any] = {"reward": reward, "observation": observation[:CLIP], "executed": executed}
-        info = watched.info
+        info = self.env.score_info  # the reward's terms, from the score harness_step asked for
         if self.kind == "bash":
             answer["terms"] = {name: info.get(name) for name in TERMS}
             answer["info"] = {"diff_miss": str(info.get("diff_miss")), "diff_extra": str(info.get("diff_extra")),

@@ -26,7 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from orchestrator.errors import ConfigError
+from foundation.errors import ConfigError
 from orchestrator.fidelity.trajectories import (
     CTF,
     HUMAN,

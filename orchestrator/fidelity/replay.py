@@ -45,7 +45,8 @@ from environments.base import Environment, TaskUnavailable
 from environments.bash_lifecycle import OriginalLifecycleBashEnv
 from environments.kind import kind_spec
 from environments.runtime import Runtime
-from orchestrator.errors import ConfigError, SandboxError
+from foundation.errors import ConfigError, SandboxError
+from foundation.settings import resolve_data_dir
 from orchestrator.fidelity.report import (
     agreement_line,
     left_out_counts,
@@ -57,7 +58,6 @@ from orchestrator.fidelity.report import (
 from orchestrator.fidelity.rules import OutOfGrammar, TurnResult, replay_turn
 from orchestrator.fidelity.table import print_table, success_table, table_json
 from orchestrator.fidelity.trajectories import Episode, TaskFinder, read_episodes, shown
-from orchestrator.settings import resolve_data_dir
 from orchestrator.store.export import HARNESS
 
 __all__ = ["Replayed", "TurnResult", "lifecycle", "replay_all", "replay_recordings"]

@@ -11,7 +11,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from orchestrator.errors import ConfigError
+from foundation.errors import ConfigError
 from orchestrator.fidelity.rules import TurnResult
 from orchestrator.fidelity.trajectories import shown
 

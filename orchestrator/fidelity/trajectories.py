@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from environments.kind import all_kinds, kind_of_export
-from orchestrator.errors import ConfigError, DataDirError
+from foundation.errors import ConfigError, DataDirError
 from tasks import DATASETS, Task, load_tasks
 
 # The original's data file names, mapped to our dataset names.

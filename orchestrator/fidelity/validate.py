@@ -20,8 +20,8 @@ from environments import make_environment
 from environments.base import TaskUnavailable
 from environments.kind import gold_actions, kind_names, kind_spec
 from environments.runtime import Runtime
-from orchestrator.errors import ConfigError
-from orchestrator.settings import resolve_data_dir
+from foundation.errors import ConfigError
+from foundation.settings import resolve_data_dir
 from tasks import DATASETS, Task, load_tasks
 
 

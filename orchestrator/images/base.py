@@ -17,7 +17,7 @@ from pathlib import Path
 import aiodocker
 import aiohttp
 
-from orchestrator.errors import ImageError
+from foundation.errors import ImageError
 from orchestrator.images import proc
 from orchestrator.images.engine_build import (
     Line,

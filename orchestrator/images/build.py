@@ -18,7 +18,7 @@ from typing import Any
 
 import aiodocker
 
-from orchestrator.engine import engine
+from foundation.engine import engine
 from orchestrator.images.base import ensure_base
 from orchestrator.images.context import Entry, collect, describe, inputs_hash, write_tar
 from orchestrator.images.engine_build import (

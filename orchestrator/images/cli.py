@@ -7,11 +7,11 @@ import sys
 import time
 from typing import Any
 
-from orchestrator.engine import engine
+from foundation.engine import engine
+from foundation.settings import DATA_DIR_ENV, resolve_data_dir
 from orchestrator.images.build import build_images, image_status
 from orchestrator.images.engine_build import Line, Progress, find_image
 from orchestrator.images.specs import BASE_IMAGE, BY_NAME
-from orchestrator.settings import DATA_DIR_ENV, resolve_data_dir
 
 
 def add_parser(subparsers: Any) -> None:

@@ -3,27 +3,34 @@
 Everything here is synchronous file work; callers run it in a thread. Modes are normalised the way
 a git checkout would give them (0644, or 0755 when executable; directories 0755) and owners are
 root, so the data directory's own permissions (often read-only) never leak into an image and never
-change a hash.
+change a hash. The driver goes in as one zipapp built here, in memory, from the icdriver package:
+the same sources always give the same bytes, so the hash stays put between runs.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import stat
 import tarfile
 import tempfile
-from collections.abc import Mapping
+import zipfile
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from orchestrator.errors import ImageError
+from foundation.errors import ImageError
+from foundation.settings import data_path
 from orchestrator.images.specs import DRIVER, IMAGES_DIR, ImageSpec
-from orchestrator.settings import data_path
 
 HASH_SCHEME = "intercode-context-v1"  # bump when the hash's inputs change meaning
+DRIVER_ARCNAME = "driver/icdriver.pyz"
+ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # the earliest a zip can say: every member carries it
+# The zipapp's entry point; the package's own __main__ reads the arguments.
+ZIPAPP_MAIN = b"from icdriver.__main__ import main\n\nmain()\n"
 
 
 @dataclass(frozen=True)
@@ -32,12 +39,13 @@ class Entry:
     source: Path | None  # None for a directory that exists only in the context
     kind: str  # "file", "dir" or "link"
     mode: int
+    content: bytes | None = None  # a file made here rather than read from `source`
 
 
 def collect(spec: ImageSpec, data_dir: Path) -> list[Entry]:
     """Every entry of the spec's context, sorted; raises DataDirError for missing data."""
-    entries = [_entry("Dockerfile", _project_file(spec.dockerfile)), _entry("driver/icdriver.py", DRIVER),
-               Entry("data", None, "dir", 0o755)]
+    entries = [_entry("Dockerfile", _project_file(spec.dockerfile)),
+               Entry(DRIVER_ARCNAME, None, "file", 0o644, driver_zipapp(DRIVER)), Entry("data", None, "dir", 0o755)]
     entries += [_entry(rel, _project_file(rel)) for rel in spec.files]
     for arcname, relative in spec.data.items():
         entries += _walk(f"data/{arcname}", data_path(data_dir, relative), set(spec.exclude))
@@ -50,15 +58,29 @@ def inputs_hash(entries: list[Entry], buildargs: Mapping[str, str], parent_id: s
     for entry in entries:
         digest.update(f"\0{entry.arcname}\0{entry.kind}\0{entry.mode:o}\0".encode())
         if entry.kind == "file":
-            assert entry.source is not None
-            with entry.source.open("rb") as fh:
-                for chunk in iter(lambda: fh.read(1 << 20), b""):
-                    digest.update(chunk)
+            for chunk in _chunks(entry):
+                digest.update(chunk)
         elif entry.kind == "link":
             digest.update(_link_target(entry).encode())
     digest.update(json.dumps(sorted(buildargs.items())).encode())
     digest.update(parent_id.encode())
     return digest.hexdigest()
+
+
+def driver_zipapp(package: Path) -> bytes:
+    """The driver package as a zipapp, deterministic: its sources only (no __pycache__), sorted,
+    stored uncompressed (no zlib version can change the bytes), every date and mode the same."""
+    members = {"__main__.py": ZIPAPP_MAIN}
+    for path in package.rglob("*.py"):
+        if "__pycache__" not in path.parts:
+            members[f"{package.name}/{path.relative_to(package).as_posix()}"] = path.read_bytes()
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as archive:
+        for name in sorted(members):
+            info = zipfile.ZipInfo(name, ZIP_DATE)
+            info.external_attr = 0o644 << 16
+            archive.writestr(info, members[name])
+    return out.getvalue()
 
 
 def write_tar(entries: list[Entry]) -> IO[bytes]:
@@ -79,18 +101,31 @@ def _add(tar: tarfile.TarFile, entry: Entry) -> None:
     info = tarfile.TarInfo(entry.arcname)
     info.mode, info.uid, info.gid, info.uname, info.gname = entry.mode, 0, 0, "root", "root"
     if entry.source is not None:
-        info.mtime = int(entry.source.lstat().st_mtime)
+        info.mtime = int(entry.source.lstat().st_mtime)  # a file made here (the driver) keeps 0
     if entry.kind == "dir":
         info.type = tarfile.DIRTYPE
         tar.addfile(info)
     elif entry.kind == "link":
         info.type, info.linkname = tarfile.SYMTYPE, _link_target(entry)
         tar.addfile(info)
+    elif entry.content is not None:
+        info.size = len(entry.content)
+        tar.addfile(info, io.BytesIO(entry.content))
     else:
         assert entry.source is not None
         with entry.source.open("rb") as fh:
             info.size = os.fstat(fh.fileno()).st_size
             tar.addfile(info, fh)
+
+
+def _chunks(entry: Entry) -> Iterator[bytes]:
+    """A file entry's content, a megabyte at a time."""
+    if entry.content is not None:
+        yield entry.content
+        return
+    assert entry.source is not None
+    with entry.source.open("rb") as fh:
+        yield from iter(lambda: fh.read(1 << 20), b"")
 
 
 def _link_target(entry: Entry) -> str:
@@ -131,6 +166,7 @@ def _walk(arcname: str, path: Path, exclude: set[str]) -> list[Entry]:
 def describe(entries: list[Entry]) -> str:
     """'12 files, 3.4 MB' — for progress lines."""
     files = [e for e in entries if e.kind == "file"]
-    size = sum(e.source.stat().st_size for e in files if e.source is not None)
+    size = sum(len(e.content) if e.content is not None else e.source.stat().st_size
+               for e in files if e.source is not None or e.content is not None)
     return f"{len(files)} files, {size / 1e6:.1f} MB"
 

@@ -15,7 +15,7 @@ from typing import IO, Any, NamedTuple
 import aiodocker
 import aiohttp
 
-from orchestrator.errors import EngineUnavailable, ImageError
+from foundation.errors import EngineUnavailable, ImageError
 
 TAIL_LINES = 15  # output lines shown when a step fails
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # the engine colours a step's stderr

@@ -11,7 +11,7 @@ import contextlib
 from collections import deque
 from collections.abc import Sequence
 
-from orchestrator.errors import ImageError
+from foundation.errors import ImageError
 from orchestrator.images.engine_build import Line, Progress, no_progress
 
 GRACE = 10.0  # seconds between SIGTERM and SIGKILL: debootstrap unmounts its chroot on exit

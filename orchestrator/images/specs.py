@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from orchestrator.errors import ImageError
-from orchestrator.settings import PROJECT_ROOT
+from foundation.errors import ImageError
+from foundation.settings import PROJECT_ROOT
 
 IMAGES_DIR = PROJECT_ROOT / "images"
-DRIVER = IMAGES_DIR / "driver" / "icdriver.py"
+DRIVER = PROJECT_ROOT / "icdriver"  # the driver package, shipped as one zipapp: driver/icdriver.pyz
 BASE_IMAGE = "debian:bookworm-slim"
 REPOSITORY = "intercode"
 

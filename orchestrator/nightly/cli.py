@@ -15,9 +15,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from foundation.errors import ConfigError
+from foundation.logs import logging_to_file
 from orchestrator.cli import handler_of
-from orchestrator.errors import ConfigError
-from orchestrator.logs import logging_to_file
 from orchestrator.nightly.compare import CompareSettings, Comparison, compare
 from orchestrator.nightly.flaky import FlakySettings
 from orchestrator.nightly.nightly import NightlyOptions, night_dir, run_nightly

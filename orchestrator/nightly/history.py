@@ -16,7 +16,7 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.errors import ConfigError
+from foundation.errors import ConfigError
 from orchestrator.nightly.outcomes import Cell, Outcome
 
 SCHEMA = """

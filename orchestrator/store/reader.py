@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
 
-from orchestrator.errors import ConfigError
+from foundation.errors import ConfigError
 from orchestrator.store.store import DB_NAME
 
 REQUIRED_TABLES = ("meta", "runs", "episodes", "turns")

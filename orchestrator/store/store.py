@@ -21,7 +21,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from orchestrator.errors import ConfigError, UserError
+from foundation.errors import ConfigError, UserError
 from orchestrator.store.records import EpisodeKey, EpisodeRecord
 
 DB_NAME = "results.db"

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from foundation.logs import logging_to_file
+from foundation.settings import DATA_DIR_ENV, resolve_data_dir
 from orchestrator.cli import handler_of
-from orchestrator.logs import logging_to_file
-from orchestrator.settings import DATA_DIR_ENV, resolve_data_dir
 from orchestrator.sweep.config import SweepConfig, load_sweep
 from orchestrator.sweep.progress import SweepProgress
 from orchestrator.sweep.scheduler import run_sweep

@@ -36,7 +36,7 @@ from pydantic import (
 
 from agents.base import STRATEGIES
 from agents.llm import ModelLimits
-from orchestrator.errors import ConfigError
+from foundation.errors import ConfigError
 from tasks import DATASETS
 
 _STRICT = ConfigDict(extra="forbid")

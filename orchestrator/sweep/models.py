@@ -24,9 +24,10 @@ from agents.base import AnswerStyle, Message, Model
 from agents.llm import Budget, LLMClient, ModelError, ModelSpec
 from agents.llm.server import ScriptedLLMServer, ServerConfig
 from agents.llm.transport import transport
-from agents.models import answer_as, check_llm, resolve_model
+from agents.models import answer_as, check_llm
 from environments.kind import gold_actions
-from orchestrator.errors import ConfigError
+from foundation.errors import ConfigError
+from orchestrator.models import resolve_model
 from orchestrator.store import LLMCall
 from orchestrator.sweep.config import LocalServer, ModelConfig, SweepConfig
 from tasks import Task

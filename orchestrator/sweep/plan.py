@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.errors import ConfigError
+from foundation.errors import ConfigError
 from orchestrator.store import EpisodeKey
 from orchestrator.sweep.config import SweepConfig, TaskSetConfig
 from tasks import Task, load_tasks

@@ -8,7 +8,7 @@ Failure classes:
 - **infra**: a container died, its driver was lost, the engine failed; these are re-run.
 
 An infra failure while the engine went away (a restart, a crash) is the engine's, not the
-episode's: the runner waits for the engine to come back (orchestrator.engine_watch) and runs the
+episode's: the runner waits for the engine to come back (foundation.engine_watch) and runs the
 episode again without counting it against `infra_retries`. So is an episode whose deadline passed
 while the engine was away. Only the episode's own deadline makes a `timeout`: a TimeoutError from
 anywhere else is not one.
@@ -28,7 +28,7 @@ from agents.base import EpisodeOutcome, get_strategy
 from environments import make_environment
 from environments.base import TaskUnavailable
 from environments.runtime import Runtime
-from orchestrator.errors import SandboxError, UserError
+from foundation.errors import SandboxError, UserError
 from orchestrator.store import EpisodeRecord, LLMCall, TurnRecord
 from orchestrator.sweep.models import SweepModels
 from orchestrator.sweep.plan import PlannedEpisode

@@ -26,11 +26,11 @@ import structlog
 
 from environments.runtime import SERVICE_IMAGES, Runtime, default_pool_config
 from environments.sql_server import sql_server
-from orchestrator.errors import EngineUnavailable, ImageError, SandboxError, UserError
+from foundation.errors import EngineUnavailable, ImageError, SandboxError, UserError
+from foundation.pool import ImagePoolConfig
+from foundation.settings import DEFAULT_DATA_DIR, PROJECT_ROOT, cache_dir
 from orchestrator.images.build import build_images, image_status
 from orchestrator.images.specs import BY_NAME
-from orchestrator.pool import ImagePoolConfig
-from orchestrator.settings import DEFAULT_DATA_DIR, PROJECT_ROOT, cache_dir
 from orchestrator.store import Store
 from orchestrator.store.store import config_json
 from orchestrator.sweep.config import PoolSettings, SweepConfig

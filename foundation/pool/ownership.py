@@ -15,8 +15,8 @@ from pathlib import Path
 import aiodocker
 import structlog
 
-from orchestrator.engine import engine_call
-from orchestrator.errors import SandboxError
+from foundation.engine import engine_call
+from foundation.errors import SandboxError
 
 log = structlog.get_logger(__name__)
 

@@ -7,10 +7,10 @@ import asyncio
 import statistics
 import time
 
-from orchestrator.engine import engine
-from orchestrator.pool.config import ImagePoolConfig
-from orchestrator.pool.ownership import MANAGED, OWNER, RUN, reap_orphans
-from orchestrator.pool.pool import Pool
+from foundation.engine import engine
+from foundation.pool.config import ImagePoolConfig
+from foundation.pool.ownership import MANAGED, OWNER, RUN, reap_orphans
+from foundation.pool.pool import Pool
 
 DEMO_IMAGE = "intercode/nl2bash-fs1"
 

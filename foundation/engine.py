@@ -19,7 +19,7 @@ from contextlib import asynccontextmanager, contextmanager
 import aiodocker
 import aiohttp
 
-from orchestrator.errors import EngineLost, EngineUnavailable, SandboxError
+from foundation.errors import EngineLost, EngineUnavailable, SandboxError
 
 PING_TIMEOUT = 10.0  # seconds; a healthy engine answers in milliseconds
 DEFAULT_HOST = "unix:///var/run/docker.sock"

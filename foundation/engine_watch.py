@@ -29,8 +29,8 @@ import aiodocker
 import aiodocker.events
 import structlog
 
-from orchestrator.engine import TRANSPORT_ERRORS, describe, probe_client
-from orchestrator.errors import EngineUnavailable, SandboxError
+from foundation.engine import TRANSPORT_ERRORS, describe, probe_client
+from foundation.errors import EngineUnavailable, SandboxError
 
 log = structlog.get_logger(__name__)
 

@@ -1,18 +1,19 @@
-"""The leased container as its holder sees it: actions in, results out, valid only during the lease."""
+"""The leased container as its holder sees it: actions in, results out, valid only during the lease.
+It implements the Sandbox protocol (foundation/sandbox.py)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from orchestrator.errors import SandboxError
-from orchestrator.pool.config import ActionLimits
-from orchestrator.pool.driver import DriverClient, ExecResult, PythonRun
+from foundation.errors import SandboxError
+from foundation.pool.config import ActionLimits
+from foundation.pool.driver import DriverClient, ExecResult, PythonRun
 
 if TYPE_CHECKING:
-    from orchestrator.pool.container import PooledContainer
+    from foundation.pool.container import PooledContainer
 
 
-class Sandbox:
+class ContainerSandbox:
     """One container for the length of a lease.
 
     `run` executes an action the original InterCode way: a fresh `bash -c` in the tracked working
@@ -25,7 +26,7 @@ class Sandbox:
         self.limits = limits
         self.cwd = "/"
         self._closed = False
-        self.broken: str | None = None  # set by `discard`: the lease retires the container
+        self.broken: str | None = None  # set by `mark_broken`: the lease retires the container
 
     @property
     def image(self) -> str:
@@ -70,7 +71,7 @@ class Sandbox:
         return await self._driver().python(codes, timeout=timeout or self.limits.timeout,
                                            cap=cap or self.limits.output_cap, name=name, fresh=fresh, close=close)
 
-    def discard(self, reason: str) -> None:
+    def mark_broken(self, reason: str) -> None:
         """The container is no good any more (it died under a service): when the lease ends, the
         pool removes it instead of resetting it for the next lease."""
         self.broken = reason

@@ -1,6 +1,6 @@
 """The containers of one image: its leases, waiters, growth, background resets and retirements.
 
-Only the owning `Pool` (orchestrator/pool/pool.py) calls into an ImagePool. A lease takes an idle
+Only the owning `Pool` (foundation/pool/pool.py) calls into an ImagePool. A lease takes an idle
 container without awaiting anything when one is there; otherwise it waits, first come first
 served, while containers are created up to `max_size`. A released container is reset in the
 background and offered to the oldest waiter. Any failure of a background step retires the
@@ -16,12 +16,12 @@ from collections import deque
 import aiodocker
 import structlog
 
-from orchestrator.concurrency import BackgroundTasks
-from orchestrator.errors import EngineLost, OrchestratorError, SandboxError
-from orchestrator.pool.config import ImagePoolConfig
-from orchestrator.pool.container import PooledContainer, State, create_container
-from orchestrator.pool.cpu import CpuGauge
-from orchestrator.pool.disk import DiskCaps
+from foundation.concurrency import BackgroundTasks
+from foundation.errors import EngineLost, OrchestratorError, SandboxError
+from foundation.pool.config import ImagePoolConfig
+from foundation.pool.container import PooledContainer, State, create_container
+from foundation.pool.cpu import CpuGauge
+from foundation.pool.disk import DiskCaps
 
 log = structlog.get_logger(__name__)
 

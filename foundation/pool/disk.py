@@ -38,8 +38,8 @@ from pathlib import Path
 import aiodocker
 import structlog
 
-from orchestrator.engine import TRANSPORT_ERRORS, engine_host
-from orchestrator.errors import SandboxError
+from foundation.engine import TRANSPORT_ERRORS, engine_host
+from foundation.errors import SandboxError
 
 log = structlog.get_logger(__name__)
 

@@ -23,7 +23,7 @@ class Hardening(BaseModel):
     hostname: str = Field("intercode", description="Fixed, so that gold and agent outputs agree.")
     disk_mb: int | None = Field(4096, ge=64, description="Most the container's writable layer may hold; a write "
                                 "past it fails with ENOSPC inside the container (None: no cap). How it is "
-                                "enforced depends on the engine: orchestrator/pool/disk.py.")
+                                "enforced depends on the engine: foundation/pool/disk.py.")
 
 
 class ImagePoolConfig(BaseModel):

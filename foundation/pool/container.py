@@ -12,12 +12,12 @@ import uuid
 import aiodocker
 import structlog
 
-from orchestrator.engine import TRANSPORT_ERRORS, engine_call
-from orchestrator.errors import ContainerDied, EngineLost, ImageError, SandboxError
-from orchestrator.pool.config import Hardening
-from orchestrator.pool.disk import DiskCaps
-from orchestrator.pool.driver import DriverClient
-from orchestrator.pool.ownership import remove_quietly
+from foundation.engine import TRANSPORT_ERRORS, engine_call
+from foundation.errors import ContainerDied, EngineLost, ImageError, SandboxError
+from foundation.pool.config import Hardening
+from foundation.pool.disk import DiskCaps
+from foundation.pool.driver import DriverClient
+from foundation.pool.ownership import remove_quietly
 
 log = structlog.get_logger(__name__)
 

@@ -1,15 +1,15 @@
 """Host side of the in-container driver: one aiodocker exec stream per container, framed JSON.
 
-The driver (images/driver/icdriver.py) is started once per container; every action afterwards is
-one frame each way over that stream, instead of a `docker exec` per action. Requests on one
-container are serialised by a lock; the driver answers them in order.
+The driver (the package icdriver, shipped in every image as one zipapp) is started once per
+container; every action afterwards is one frame each way over that stream, instead of a `docker
+exec` per action. Requests on one container are serialised by a lock; the driver answers them in
+order. The frames, the ops and the version are icdriver.protocol's; a driver of another version
+means an image built from older sources, and is refused.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,12 +18,14 @@ import aiodocker
 from aiodocker.containers import DockerContainer
 from aiodocker.stream import Stream
 
-from orchestrator.engine import TRANSPORT_ERRORS, describe, engine_call
-from orchestrator.errors import ContainerDied, DriverLost, SandboxError
+from foundation.engine import TRANSPORT_ERRORS, describe, engine_call
+from foundation.errors import ContainerDied, DriverLost, ImageError, SandboxError
+from icdriver import protocol
 
-DRIVER_ARGV = ["python3", "-B", "/usr/lib/intercode/icdriver.py"]
-HEADER = struct.Struct(">I")
+DRIVER_PATH = "/usr/lib/intercode/icdriver.pyz"
+DRIVER_ARGV = ["python3", "-B", DRIVER_PATH]
 HELLO_TIMEOUT = 30.0
+REBUILD = "./dev images"  # rebuilds the images whose inputs changed
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +86,9 @@ class DriverClient:
         return self._closed
 
     @classmethod
-    async def start(cls, container: DockerContainer) -> DriverClient:
+    async def start(cls, container: DockerContainer, image: str | None = None) -> DriverClient:
+        """Start the driver in `container` and read its hello. `image`, the container's image,
+        only names it in an error; unknown, it is asked of the engine when needed."""
         try:
             with engine_call("start the driver", container_id=container.id):
                 execution = await container.exec(DRIVER_ARGV, stdin=True, stdout=True, stderr=True, tty=False)
@@ -98,11 +102,20 @@ class DriverClient:
         except TRANSPORT_ERRORS as exc:
             await client.close()
             raise DriverLost(f"the driver did not say hello: {describe(exc)}", container_id=container.id) from exc
+        except DriverLost as exc:
+            await client.close()
+            if f"can't open file '{DRIVER_PATH}'" in str(exc):  # an image from before the zipapp
+                raise ImageError(stale_image(image or await _image_of(container), f"has no {DRIVER_PATH}")) from exc
+            raise
         except BaseException:
             await client.close()
             raise
-        client.pid = int(hello["pid"])
-        client.roots = list(hello.get("roots", []))
+        mismatch = version_mismatch(hello)
+        if mismatch is not None:
+            await client.close()
+            raise ImageError(stale_image(image or await _image_of(container), mismatch))
+        client.pid = int(hello[protocol.PID])
+        client.roots = list(hello.get(protocol.ROOTS, []))
         return client
 
     async def request(self, op: str, *, wait: float | None = None, **fields: Any) -> dict[str, Any]:
@@ -112,9 +125,9 @@ class DriverClient:
             raise DriverLost("driver is closed", container_id=self.container_id)
         async with self._lock:
             rid, self._next_id = self._next_id, self._next_id + 1
-            body = json.dumps({"id": rid, "op": op, **fields}).encode()
+            frame = protocol.encode({protocol.ID: rid, protocol.OP: op, **fields})
             try:
-                await self._stream.write_in(HEADER.pack(len(body)) + body)
+                await self._stream.write_in(frame)
                 reply = await asyncio.wait_for(self._read_frame(), wait)
             except asyncio.CancelledError:
                 self._closed = True  # the answer would arrive out of turn: this stream is spent
@@ -123,21 +136,22 @@ class DriverClient:
                 self._closed = True
                 raise DriverLost(f"driver did not answer {op!r}: {describe(exc)}",
                                  container_id=self.container_id) from exc
-        if reply.get("id") != rid:
+        if reply.get(protocol.ID) != rid:
             self._closed = True
-            raise DriverLost(f"driver answered request {reply.get('id')} to {rid}", container_id=self.container_id)
-        if not reply.get("ok"):
-            raise SandboxError(f"driver failed {op!r}: {reply.get('error')}", container_id=self.container_id)
+            raise DriverLost(f"driver answered request {reply.get(protocol.ID)} to {rid}",
+                             container_id=self.container_id)
+        if not reply.get(protocol.OK):
+            raise SandboxError(f"driver failed {op!r}: {reply.get(protocol.ERROR)}", container_id=self.container_id)
         return reply
 
     async def exec(self, argv: list[str], *, cwd: str = "/", timeout: float = 10.0, cap: int = 65536,
                    flood: int = 8 << 20, env: dict[str, str] | None = None) -> ExecResult:
-        reply = await self.request("exec", wait=timeout + 15.0, argv=argv, cwd=cwd, timeout=timeout,
+        reply = await self.request(protocol.EXEC, wait=timeout + 15.0, argv=argv, cwd=cwd, timeout=timeout,
                                    cap=cap, flood=flood, env=env or {})
         return _result(reply)
 
     async def session(self, cmd: str, *, timeout: float = 10.0, cap: int = 65536) -> ExecResult:
-        reply = await self.request("session", wait=timeout + 15.0, cmd=cmd, timeout=timeout, cap=cap)
+        reply = await self.request(protocol.SESSION, wait=timeout + 15.0, cmd=cmd, timeout=timeout, cap=cap)
         return _result(reply)
 
     async def python(self, codes: Sequence[str], *, timeout: float = 10.0, cap: int = 65536, name: str = "main",
@@ -145,18 +159,15 @@ class DriverClient:
         """Run `codes` one after the other in the persistent interpreter `name` (started on first
         use; `fresh` empties its namespace first, `close` stops it afterwards). Each code has its own
         timeout; one that times out ends the interpreter, and the codes after it are not run."""
-        reply = await self.request("python", wait=timeout * max(len(codes), 1) + 15.0, codes=list(codes),
+        reply = await self.request(protocol.PYTHON, wait=timeout * max(len(codes), 1) + 15.0, codes=list(codes),
                                    timeout=timeout, cap=cap, name=name, fresh=fresh, close=close)
         return PythonRun(tuple(PythonResult(**r) for r in reply["results"]), bool(reply["restarted"]))
 
     async def _read_frame(self) -> dict[str, Any]:
         while True:
-            if len(self._buf) >= HEADER.size:
-                (size,) = HEADER.unpack_from(self._buf)
-                if len(self._buf) >= HEADER.size + size:
-                    frame = bytes(self._buf[HEADER.size:HEADER.size + size])
-                    del self._buf[:HEADER.size + size]
-                    return json.loads(frame)
+            frame = protocol.decode(self._buf)
+            if frame is not None:
+                return frame
             message = await self._stream.read_out()
             if message is None:
                 self._closed = True
@@ -175,6 +186,28 @@ class DriverClient:
             await self._stream.close()
         except TRANSPORT_ERRORS:
             pass  # nothing is left to close
+
+
+def version_mismatch(hello: dict[str, Any]) -> str | None:
+    """What is wrong with a driver's hello: another protocol version than this checkout's; None if nothing."""
+    version = hello.get(protocol.VERSION_KEY)
+    if version == protocol.VERSION:
+        return None
+    return f"carries driver version {version}, this checkout speaks version {protocol.VERSION}"
+
+
+def stale_image(image: str, detail: str) -> str:
+    """The one line that says an image's driver is out of date, and how to rebuild it."""
+    return f"image {image} {detail}: it was built from older sources; rebuild it with `{REBUILD}`"
+
+
+async def _image_of(container: DockerContainer) -> str:
+    """The image a container was made from, for an error message; its id when the engine won't say."""
+    try:
+        info = await container.show()
+        return str(info["Config"]["Image"])
+    except (aiodocker.DockerError, KeyError, *TRANSPORT_ERRORS):
+        return f"of container {container.id[:12]}"
 
 
 def _result(reply: dict[str, Any]) -> ExecResult:

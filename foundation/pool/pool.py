@@ -6,11 +6,11 @@
 
 A lease takes an idle container without awaiting anything when one is there. When the lease ends,
 the container is reset in the background and handed to the next waiter (first come, first
-served) or put back as idle (orchestrator/pool/image_pool.py). On start the pool reaps containers
+served) or put back as idle (foundation/pool/image_pool.py). On start the pool reaps containers
 of dead owners; on exit it removes every container it made, also on an exception or cancellation
 (Ctrl-C, SIGTERM), and only those: its run label is its own.
 
-When the engine goes away (see orchestrator.engine_watch), `suspend` fails the waiting leases and
+When the engine goes away (see foundation.engine_watch), `suspend` fails the waiting leases and
 stops creating; `recover`, once the engine is back, forgets every container (they died with the
 engine, or their drivers' streams did) and removes what is left of them. A container the pool
 could not remove keeps its label, so the next recovery or the close finds it again; if the engine
@@ -27,22 +27,22 @@ from contextlib import asynccontextmanager
 import aiodocker
 import structlog
 
-from orchestrator.concurrency import BackgroundTasks
-from orchestrator.engine import engine_call
-from orchestrator.errors import EngineLost, ImageError, SandboxError
-from orchestrator.pool.config import ActionLimits, ImagePoolConfig
-from orchestrator.pool.cpu import CpuGauge
-from orchestrator.pool.disk import DiskCaps
-from orchestrator.pool.disk import probe as probe_disk
-from orchestrator.pool.image_pool import ImagePool, PoolClosed
-from orchestrator.pool.ownership import (
+from foundation.concurrency import BackgroundTasks
+from foundation.engine import engine_call
+from foundation.errors import EngineLost, ImageError, SandboxError
+from foundation.pool.config import ActionLimits, ImagePoolConfig
+from foundation.pool.cpu import CpuGauge
+from foundation.pool.disk import DiskCaps
+from foundation.pool.disk import probe as probe_disk
+from foundation.pool.image_pool import ImagePool, PoolClosed
+from foundation.pool.ownership import (
     RUN,
     Owner,
     labels_for,
     reap_orphans,
     remove_quietly,
 )
-from orchestrator.pool.sandbox import Sandbox
+from foundation.pool.sandbox import ContainerSandbox
 
 log = structlog.get_logger(__name__)
 
@@ -104,7 +104,7 @@ class Pool:
         return pool
 
     @asynccontextmanager
-    async def lease(self, image: str) -> AsyncIterator[Sandbox]:
+    async def lease(self, image: str) -> AsyncIterator[ContainerSandbox]:
         """Hold one container of `image` for the block. A SandboxError inside marks it broken."""
         if self._closing is not None:
             raise PoolClosed("the pool is closed")
@@ -112,7 +112,7 @@ class Pool:
             raise EngineLost(f"no container while the engine is away ({self._suspended})", image=image)
         pool = self._pool_for(image)
         member = await pool.acquire()
-        sandbox = Sandbox(member, self.limits)
+        sandbox = ContainerSandbox(member, self.limits)
         broken: str | None = None
         try:
             yield sandbox

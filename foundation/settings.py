@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from orchestrator.errors import DataDirError
+from foundation.errors import DataDirError
 
 DATA_DIR_ENV = "INTERCODE_DATA_DIR"
 PROJECT_ROOT = Path(__file__).resolve().parent.parent

@@ -1,0 +1,59 @@
+"""What an environment needs from a container, as a protocol: the Docker pool's lease implements
+it (foundation/pool/sandbox.py, ContainerSandbox), and so can anything else that runs actions
+somewhere, on another host or in a local directory (foundation/local.py, LocalSandbox).
+
+    async with provider.lease(image) as sandbox:      # a Sandbox, valid for the block
+        result = await sandbox.run("ls /testbed")      # an action, the original InterCode way
+        if broken:
+            sandbox.mark_broken("the service died")     # the provider throws it away, never reuses it
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Protocol, runtime_checkable
+
+from foundation.pool.config import ActionLimits
+from foundation.pool.driver import ExecResult, PythonRun
+
+
+@runtime_checkable
+class Sandbox(Protocol):
+    """One place to run an episode's actions, for the length of a lease."""
+
+    limits: ActionLimits
+    cwd: str  # where `run` runs (moved by a leading `cd`)
+    broken: str | None  # why it must not be reused, once `mark_broken` was called
+
+    @property
+    def image(self) -> str:
+        """The image it was made from: lineage of every result made in it."""
+
+    @property
+    def container_id(self) -> str:
+        """Its identity, for lineage and logs."""
+
+    async def exec(self, argv: list[str], *, cwd: str | None = None, timeout: float | None = None,
+                   cap: int | None = None, env: dict[str, str] | None = None) -> ExecResult:
+        """Run `argv` in `cwd` within the limits: the raw call."""
+
+    async def run(self, action: str, *, shell: str = "/bin/bash", timeout: float | None = None,
+                  cap: int | None = None) -> ExecResult:
+        """Run a shell action in a fresh shell in `cwd`; a leading `cd` moves `cwd`."""
+
+    async def session(self, action: str, *, timeout: float | None = None, cap: int | None = None) -> ExecResult:
+        """Run a shell action in the lease's one persistent shell."""
+
+    async def python(self, codes: Sequence[str], *, timeout: float | None = None, cap: int | None = None,
+                     name: str = "main", fresh: bool = False, close: bool = False) -> PythonRun:
+        """Run Python `codes` in the lease's persistent interpreter `name`."""
+
+    def mark_broken(self, reason: str) -> None:
+        """It is no good any more: when the lease ends, its provider removes it instead of reusing it."""
+
+
+class SandboxProvider(Protocol):
+    """Leases sandboxes of an image: the Docker pool, or a Docker-free stand-in."""
+
+    def lease(self, image: str) -> AbstractAsyncContextManager[Sandbox]: ...

@@ -1,0 +1,100 @@
+"""Capturing what an action prints: bytes from a pipe, or text from a code's sys.stdout, capped."""
+
+import codecs
+import io
+import os
+import select
+import time
+
+
+class Capture:
+    """Collects a process's output up to `cap` bytes and counts what it had to leave out."""
+
+    def __init__(self, cap, flood):
+        self.cap, self.flood = cap, flood
+        self.buf = bytearray()
+        self.omitted = 0
+
+    def add(self, chunk):
+        room = max(self.cap - len(self.buf), 0)
+        self.buf += chunk[:room]
+        self.omitted += max(len(chunk) - room, 0)
+
+    @property
+    def flooded(self):
+        return self.omitted > self.flood
+
+    def valid_utf8(self):
+        """Whether the output decodes strictly (a character cut by the cap doesn't count)."""
+        try:
+            codecs.getincrementaldecoder("utf-8")().decode(bytes(self.buf), final=not self.omitted)
+            return True
+        except UnicodeDecodeError:
+            return False
+
+    def text(self):
+        out = self.buf.decode("utf-8", errors="replace")
+        if self.omitted:
+            out += "\n[output truncated: %d bytes omitted]" % self.omitted
+        return out
+
+
+def pump(fd, proc, deadline, capture, stop_at=None):
+    """Read fd into capture until the process exits (then drain), the deadline, or a flood.
+
+    Returns "exit", "timeout" or "flood". Background children that keep the pipe open do not
+    hold the call: once the main process has exited, only what is already buffered is read.
+    stop_at, if given, is a bytes marker that ends reading as soon as it is seen.
+    """
+    pidfd = os.pidfd_open(proc.pid) if proc is not None else None
+    try:
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return "timeout"
+            watch = [fd] + ([pidfd] if pidfd is not None else [])
+            ready, _, _ = select.select(watch, [], [], remaining)
+            if fd in ready:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    return "exit"
+                capture.add(chunk)
+                if capture.flooded:
+                    return "flood"
+                if stop_at is not None and stop_at in capture.buf[-(len(chunk) + len(stop_at)):]:
+                    return "exit"
+            elif pidfd is not None and pidfd in ready:
+                drain(fd, capture)
+                return "exit"
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+
+
+def drain(fd, capture):
+    while select.select([fd], [], [], 0)[0]:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return
+        capture.add(chunk)
+
+
+class CappedText(io.StringIO):
+    """sys.stdout/sys.stderr during one code: keeps the first `cap` characters, counts the rest."""
+
+    def __init__(self, cap):
+        super().__init__()
+        self.room, self.omitted = cap, 0
+
+    def write(self, text):
+        if not isinstance(text, str):
+            raise TypeError("write() argument must be str, not %s" % type(text).__name__)
+        kept = text[:max(self.room, 0)]
+        super().write(kept)
+        self.room -= len(kept)
+        self.omitted += len(text) - len(kept)
+        return len(text)
+
+    def text(self):
+        kept = self.getvalue().strip()
+        return kept + "\n[output truncated: %d characters omitted]" % self.omitted if self.omitted else kept

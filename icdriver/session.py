@@ -1,0 +1,46 @@
+"""Op `session`: one persistent bash whose state lives across actions."""
+
+import subprocess
+import time
+import uuid
+
+from icdriver.capture import pump
+from icdriver.process import kill_group
+
+
+class Session:
+    """One persistent bash whose state (cwd, variables, functions) lives across actions."""
+
+    def __init__(self, shell="/bin/bash"):
+        self.proc = subprocess.Popen([shell, "--noprofile", "--norc"], cwd="/", stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def run(self, cmd, timeout, capture):
+        """Run cmd; return (outcome, exit code, cwd). The heredoc keeps cmd intact and
+        </dev/null keeps our pipe ours; a marker line after it carries $? and $PWD."""
+        marker = "__IC_%s__" % uuid.uuid4().hex
+        script = ("eval \"$(cat <<'%s'\n%s\n%s\n)\" </dev/null\nprintf '\\n%s %%d %%s\\n' $? \"$PWD\"\n"
+                  % (marker, cmd, marker, marker))
+        self.proc.stdin.write(script.encode("utf-8"))
+        self.proc.stdin.flush()
+        tag = ("\n%s " % marker).encode()
+        deadline = time.monotonic() + timeout
+        outcome = pump(self.proc.stdout.fileno(), None, deadline, capture, stop_at=tag)
+        at = capture.buf.rfind(tag)
+        while outcome == "exit" and at >= 0 and not capture.buf.endswith(b"\n"):
+            outcome = pump(self.proc.stdout.fileno(), None, deadline, capture, stop_at=b"\n")
+        if outcome != "exit" or at < 0:
+            return outcome if outcome != "exit" else "died", -1, None
+        code, _, cwd = capture.buf[at + len(tag):].decode("utf-8", "replace").strip().partition(" ")
+        del capture.buf[at:]
+        return "exit", int(code), cwd
+
+    def close(self):
+        if self.alive():
+            kill_group(self.proc.pid, self.proc, grace=0)
+        self.proc.wait()
+        self.proc.stdin.close()
+        self.proc.stdout.close()
