@@ -17,9 +17,11 @@ from __future__ import annotations
 import re
 import shlex
 from contextlib import AsyncExitStack
+from dataclasses import dataclass
 from typing import Any
 
 from environments.base import Environment
+from environments.gold import GoldKey
 from environments.kind import KindSpec, register
 from environments.paper_parsing import bash_action
 from environments.rewards.bash import (
@@ -75,6 +77,27 @@ def as_docker_exec(argv: list[str]) -> list[str]:
     return ["/bin/bash", "-c", UNTIL_OUTPUT_ENDS, "docker-exec", *argv]
 
 
+Change = tuple[str, str]  # (path, git status code)
+
+
+@dataclass(frozen=True)
+class BashGold:
+    """What the gold command did, per reward mode ("original", "strict"): its output, the changes
+    `git status` shows, and the content hash of each changed path."""
+
+    output: str
+    changes: dict[str, list[Change]]
+    hashes: dict[str, dict[str, str]]
+
+    @classmethod
+    def of(cls, value: BashGold | dict[str, Any]) -> BashGold:
+        """From the gold cache's JSON form (a saved cache gives lists for the pairs)."""
+        if isinstance(value, BashGold):
+            return value
+        changes = {mode: [(path, code) for path, code in pairs] for mode, pairs in value["changes"].items()}
+        return cls(value["output"], changes, {mode: dict(h) for mode, h in value["hashes"].items()})
+
+
 class BashEnv(Environment):
     kind = "bash"
     gold_before_lease = True  # the reward compares with the gold's run
@@ -84,7 +107,7 @@ class BashEnv(Environment):
         self.sandbox: Sandbox | None = None
         self._stack: AsyncExitStack | None = None
         self.workdir = "/"
-        self._gold: dict[str, Any] | None = None
+        self._gold: BashGold | None = None
 
     @property
     def strict(self) -> bool:
@@ -141,13 +164,13 @@ class BashEnv(Environment):
         assert self.sandbox is not None and self.task is not None
         gold, mode = await self.scoring_gold(), self.mode
         agent_changes = await self.changes(self.sandbox, self.strict)
-        gold_changes = [(path, code) for path, code in gold["changes"][mode]]
-        hashes = {path: (await self.hash(self.sandbox, path, self.strict), gold["hashes"][mode].get(path, ""))
+        gold_changes = [(path, code) for path, code in gold.changes[mode]]
+        hashes = {path: (await self.hash(self.sandbox, path, self.strict), gold.hashes[mode].get(path, ""))
                   for path, _ in content_paths(agent_changes, gold_changes, self.strict)}
-        score = bash_reward(agent_changes, gold_changes, hashes, self.observation or "", gold["output"], self.strict)
+        score = bash_reward(agent_changes, gold_changes, hashes, self.observation or "", gold.output, self.strict)
         info = {"file_diff": score.file_diff, "file_changes": score.file_changes,
                 "answer_similarity": score.answer_similarity, "diff_miss": score.missing, "diff_extra": score.extra,
-                "agent_obs": self.observation, "eval_obs": gold["output"]}
+                "agent_obs": self.observation, "eval_obs": gold.output}
         return score.reward, info
 
     @property
@@ -164,25 +187,26 @@ class BashEnv(Environment):
                                                 timeout=GOLD_TIMEOUT)
         return result.output
 
-    async def scoring_gold(self) -> dict[str, Any]:
+    async def scoring_gold(self) -> BashGold:
         """The gold this episode is scored against: the one it started with."""
         if self._gold is None:
             self._gold = await self.gold()
         return self._gold
 
-    async def gold(self) -> dict[str, Any]:
+    async def gold(self) -> BashGold:
         """Output, changes and content hashes of the gold command, once per task and image (for a
         minute only, when the gold depends on the time)."""
         assert self.task is not None
         task = self.task
         if volatile(task.gold_text):
-            key = (await self.runtime.image_digest(task.image), task.fingerprint, "bash-gold-live-v2")
-            return await self.runtime.gold.get(key, lambda: self._run_gold(task), ttl=VOLATILE_TTL)
-        key = (await self.runtime.image_digest(task.image), task.fingerprint, "bash-gold-v2")
-        return await self.runtime.gold.get(key, lambda: self._run_gold(task))
+            key = GoldKey(await self.runtime.image_digest(task.image), task.fingerprint, "bash-gold-live-v2")
+            return BashGold.of(await self.runtime.gold.get(key, lambda: self._run_gold(task), ttl=VOLATILE_TTL))
+        key = GoldKey(await self.runtime.image_digest(task.image), task.fingerprint, "bash-gold-v2")
+        return BashGold.of(await self.runtime.gold.get(key, lambda: self._run_gold(task)))
 
     async def _run_gold(self, task: Task) -> dict[str, Any]:
-        """Run the gold in a pristine container of the task's image; record both modes' views."""
+        """Run the gold in a pristine container of the task's image; record both modes' views
+        (as JSON, the gold cache's form: BashGold.of reads it)."""
         async with self.runtime.pool.lease(task.image) as sandbox:
             try:
                 argv = as_docker_exec(split_action(self.shell(task), task.gold_text))

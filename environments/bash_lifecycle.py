@@ -22,7 +22,13 @@ from __future__ import annotations
 from contextlib import AsyncExitStack
 from typing import Any
 
-from environments.bash import GOLD_TIMEOUT, BashEnv, as_docker_exec, split_action
+from environments.bash import (
+    GOLD_TIMEOUT,
+    BashEnv,
+    BashGold,
+    as_docker_exec,
+    split_action,
+)
 from foundation.errors import SandboxError
 from foundation.pool import Sandbox
 from tasks import Task
@@ -74,7 +80,7 @@ class OriginalLifecycleBashEnv(BashEnv):
             self._containers.clear()
             await self._held.aclose()
 
-    async def scoring_gold(self) -> dict[str, Any]:
+    async def scoring_gold(self) -> BashGold:
         """The original's get_reward: reset the gold's container, run the gold again, look."""
         assert self.task is not None
         task, mode = self.task, self.mode
@@ -87,4 +93,4 @@ class OriginalLifecycleBashEnv(BashEnv):
             output = ""
         changes = await self.changes(sandbox, self.strict)
         hashes = {path: await self.hash(sandbox, path, self.strict) for path, _ in changes}
-        return {"output": output, "changes": {mode: changes}, "hashes": {mode: hashes}}
+        return BashGold(output, {mode: changes}, {mode: hashes})

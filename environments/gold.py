@@ -16,13 +16,22 @@ import json
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import structlog
 
 log = structlog.get_logger(__name__)
 
-Key = tuple[str, str, str]  # (image digest, task id, reward mode)
+class GoldKey(NamedTuple):
+    """Which gold result: of a task (its fingerprint) on an image (its digest), as `variant` says
+    (a reward mode, or a kind's versioned name for its result); a tuple, saved as JSON by parts."""
+
+    image_digest: str
+    task: str
+    variant: str
+
+
+Key = GoldKey
 
 
 class GoldCache:
@@ -76,7 +85,7 @@ class GoldCache:
         if path.is_file():
             stored = json.loads(await asyncio.to_thread(path.read_text))
             for entry in stored:
-                self._values[(digest, entry["task"], entry["mode"])] = entry["value"]
+                self._values[GoldKey(digest, entry["task"], entry["mode"])] = entry["value"]
 
     async def _save(self, digest: str) -> None:
         """Write the digest's file; saves asked for while one is writing coalesce into one more

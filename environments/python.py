@@ -21,6 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from environments.base import ACTION_EXECUTED, Environment, StepResult
+from environments.gold import GoldKey
 from environments.kind import KindSpec, register
 from environments.paper_parsing import python_action
 from environments.rewards.python import (
@@ -179,7 +180,7 @@ class PythonEnv(Environment):
         """The gold's result per test (in the tests' order), once per image, task and mode."""
         assert self.task is not None and self._check is not None
         task, check = self.task, self._check
-        key = (await self.runtime.image_digest(task.image), task.fingerprint, self.runtime.reward_mode)
+        key = GoldKey(await self.runtime.image_digest(task.image), task.fingerprint, self.runtime.reward_mode)
 
         async def compute() -> list[Result]:
             run = await self._python(check.gold_codes(), name="gold", fresh=True, close=True, timeout=GOLD_TIMEOUT)

@@ -23,6 +23,7 @@ import aiomysql
 import pymysql
 
 from environments.base import Environment, EpisodeError
+from environments.gold import GoldKey
 from environments.kind import KindSpec, register
 from environments.paper_parsing import sql_action, up_to_semicolon
 from environments.rewards.sql import (
@@ -34,7 +35,7 @@ from environments.rewards.sql import (
 )
 from environments.sql_server import (
     GRACE,
-    Outcome,
+    QueryOutcome,
     SqlServer,
     SqlServerError,
     SqlSettings,
@@ -67,7 +68,7 @@ def mysql_wording(message: str) -> str:
     return _SERVER_NAME.sub(r"\1 MySQL\2", message)
 
 
-def observation(outcome: Outcome, shown_rows: int) -> str:
+def observation(outcome: QueryOutcome, shown_rows: int) -> str:
     """The text the agent sees, as the original rendered it (`str(observation)`)."""
     if outcome.error is not None:
         return f"Error executing query: {mysql_wording(outcome.error)}"
@@ -97,7 +98,7 @@ class SqlSession:
             self.server.sessions.release()
             raise
 
-    async def run(self, action: str) -> Outcome:
+    async def run(self, action: str) -> QueryOutcome:
         assert self._connection is not None
         limits = self.server.settings
         try:
@@ -107,10 +108,10 @@ class SqlSession:
                 return await run_query(self._connection, action, limits.max_rows)
         except TimeoutError:
             await self._replace()
-            return Outcome(error=TIMED_OUT)
+            return QueryOutcome(error=TIMED_OUT)
         except pymysql.err.MySQLError as exc:  # the connection was lost: say so, and open another
             await self._replace()
-            return Outcome(error=str(exc.args[1]) if len(exc.args) > 1 else str(exc))
+            return QueryOutcome(error=str(exc.args[1]) if len(exc.args) > 1 else str(exc))
 
     async def _replace(self) -> None:
         """Drop the session (and its query, on the server) and open a fresh one in the same db.
@@ -138,7 +139,7 @@ class SqlEnv(Environment):
         self.settings = settings or SqlSettings()
         self._session: SqlSession | None = None
         self._server: SqlServer | None = None
-        self._last: Outcome = Outcome()  # the last action's result; the reset's `USE` gave none
+        self._last: QueryOutcome = QueryOutcome()  # the last action's result; the reset's `USE` gave none
 
     async def _start(self, task: Task) -> None:
         db = task.meta.get("db")
@@ -148,7 +149,7 @@ class SqlEnv(Environment):
         session = SqlSession(self._server, str(db))
         async with self._dead_server_forgotten():
             await session.open()
-        self._session, self._last = session, Outcome()
+        self._session, self._last = session, QueryOutcome()
 
     @asynccontextmanager
     async def _dead_server_forgotten(self) -> AsyncIterator[None]:
@@ -205,9 +206,9 @@ class SqlEnv(Environment):
                                  is_ordered(task.gold_text))
 
         digest = await self.runtime.image_digest(task.image)
-        return await self.runtime.gold.get((digest, task.fingerprint, mode), compute)
+        return await self.runtime.gold.get(GoldKey(digest, task.fingerprint, mode), compute)
 
-    def _as_gold(self, outcome: Outcome, ordered: bool) -> dict[str, Any]:
+    def _as_gold(self, outcome: QueryOutcome, ordered: bool) -> dict[str, Any]:
         """A gold outcome as JSON (the gold cache may store it): rows as the reward mode compares them."""
         if outcome.rows is None:
             return {"rows": [] if outcome.ok else None, "error": outcome.error, "cut": False, "ordered": ordered}

@@ -60,7 +60,7 @@ class SqlServerError(SandboxError):
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class QueryOutcome:
     """What one statement gave: rows (None for a statement without a result set) or an error."""
 
     rows: list[tuple[Any, ...]] | None = None
@@ -81,7 +81,7 @@ class QuietCursor(aiomysql.SSCursor):
         return None
 
 
-async def run_query(connection: aiomysql.Connection, query: str, max_rows: int) -> Outcome:
+async def run_query(connection: aiomysql.Connection, query: str, max_rows: int) -> QueryOutcome:
     """Run one action and read at most `max_rows` rows. MySQL errors become the outcome's error,
     with the message only (mysql.connector's `err.msg`); a lost connection raises."""
     cursor = await connection.cursor(QuietCursor)
@@ -96,12 +96,12 @@ async def run_query(connection: aiomysql.Connection, query: str, max_rows: int) 
             if cut:
                 await _drain(cursor)
         if await _more_results(cursor):
-            return Outcome(error=MULTI_STATEMENTS)
-        return Outcome(rows=rows, cut=cut)
+            return QueryOutcome(error=MULTI_STATEMENTS)
+        return QueryOutcome(rows=rows, cut=cut)
     except pymysql.err.MySQLError as exc:
         if _lost(exc):
             raise
-        return Outcome(error=_message(exc))
+        return QueryOutcome(error=_message(exc))
     finally:
         await _close_quietly(cursor)
 
@@ -180,7 +180,7 @@ class SqlServer:
             raise
         return connection
 
-    async def read(self, db: str, query: str) -> Outcome:
+    async def read(self, db: str, query: str) -> QueryOutcome:
         """Run `query` in `db` on a pooled reader connection that no agent ever used. A server
         that stopped answering is a SqlServerError (infrastructure), not the gold's outcome."""
         assert self._gold is not None

@@ -24,8 +24,8 @@ Handler = Callable[[argparse.Namespace], Awaitable[int]]
 COMMAND_MODULES = (
     "orchestrator.images.cli",
     "orchestrator.pool_cli",
-    "orchestrator.fidelity.validate",
-    "orchestrator.fidelity.replay",
+    "orchestrator.fidelity.validate_cli",
+    "orchestrator.fidelity.replay_cli",
     "orchestrator.sweep.cli",
     "orchestrator.store.cli",
     "orchestrator.report.cli",

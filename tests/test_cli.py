@@ -2,18 +2,36 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import subprocess
-import sys
 
 import pytest
 
+from orchestrator.cli import main
 from tests.conftest import PROJECT
 
 
 def run(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "orchestrator", *argv], cwd=PROJECT, capture_output=True, text=True,
-                          timeout=120, env={**os.environ, **(env or {})})
+    """`python -m orchestrator ARGV` in this process (its `main`, as the module runs it), with `env`
+    added to the environment meanwhile; what it printed and its exit code."""
+    out, err = io.StringIO(), io.StringIO()
+    saved = {name: os.environ.get(name) for name in env or {}}
+    os.environ.update(env or {})
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), contextlib.chdir(PROJECT):
+            try:
+                code = main(list(argv))
+            except SystemExit as exit_:  # argparse: --help, a bad argument
+                code = exit_.code if isinstance(exit_.code, int) else 2
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    return subprocess.CompletedProcess(["orchestrator", *argv], code, out.getvalue(), err.getvalue())
 
 
 def assert_one_line_error(result: subprocess.CompletedProcess[str], *needles: str) -> None:

@@ -4,7 +4,15 @@ and the rewriting of the original's Dockerfiles. Needs neither an engine nor the
 from __future__ import annotations
 
 from benchmarks.differential.cases import Case, Suite, shards
-from benchmarks.differential.compare import TurnRecord, agree, classify, differences, self_agrees, tally, term_agrees
+from benchmarks.differential.compare import (
+    TurnRecord,
+    agree,
+    classify,
+    differences,
+    self_agrees,
+    tally,
+    term_agrees,
+)
 from benchmarks.differential.images import IMAGES, derive, instructions
 from benchmarks.differential.report import headline, render
 

@@ -8,8 +8,8 @@ import itertools
 import pytest
 
 from environments import make_environment
-from environments.runtime import Runtime
 from environments.kind import gold_actions
+from environments.runtime import Runtime
 from tasks import Task, load_tasks
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from agents.parsing import extract_action, extract_react_action, is_control, react_thought
+from agents.parsing import (
+    extract_action,
+    extract_react_action,
+    is_control,
+    react_thought,
+)
 from agents.strategies.common import TRUNCATED, Dialogue, clip, retry_message
 from agents.strategies.plan_solve import plan_steps
 

@@ -5,8 +5,16 @@ from __future__ import annotations
 import pytest
 
 from environments.python import defined_functions, wrap_strict, wrap_with_print
-from environments.rewards.python import (MbppCheck, by_test, failed_test, original_gold_name, original_result,
-                                         original_reward, strict_gold_name, strict_reward)
+from environments.rewards.python import (
+    MbppCheck,
+    by_test,
+    failed_test,
+    original_gold_name,
+    original_result,
+    original_reward,
+    strict_gold_name,
+    strict_reward,
+)
 from foundation.pool.driver import PythonResult
 
 PASS = {"output": "", "error": ""}

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import cli
 from foundation.errors import ConfigError
+from orchestrator import cli
 from orchestrator.report.cli import run, write_report
 from orchestrator.report.data import load_results
 from orchestrator.report.summary import summarize_all, turn_budget_curve

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 from scipy.stats import binomtest
 
-from orchestrator.report.stats import BootstrapResult, mcnemar_exact, mean, paired_bootstrap, wilson_interval
+from orchestrator.report.stats import (
+    BootstrapResult,
+    mcnemar_exact,
+    mean,
+    paired_bootstrap,
+    wilson_interval,
+)
 
 
 @pytest.mark.parametrize(("successes", "n", "low", "high"), [

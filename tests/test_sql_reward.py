@@ -7,7 +7,13 @@ from decimal import Decimal
 
 import pytest
 
-from environments.rewards.sql import is_ordered, original_reward, original_rows, strict_reward, strict_row
+from environments.rewards.sql import (
+    is_ordered,
+    original_reward,
+    original_rows,
+    strict_reward,
+    strict_row,
+)
 from environments.sql import mysql_wording
 
 A, B, C, D = "('a',)", "('b',)", "('c',)", "('d',)"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
 from dataclasses import replace
+from typing import Any
 
 import aiodocker
 import pytest

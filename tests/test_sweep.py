@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from foundation.pool.ownership import Owner
+from foundation.settings import PROJECT_ROOT
 from orchestrator.cli import main
 from orchestrator.fidelity.trajectories import read_episodes
 from orchestrator.store.export import HARNESS
-from foundation.pool.ownership import Owner
-from foundation.settings import PROJECT_ROOT
 from tasks import load_tasks
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

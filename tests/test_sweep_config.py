@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.cli import main
 from foundation.errors import ConfigError
-from orchestrator.sweep.config import load_sweep
+from orchestrator.cli import main
 from orchestrator.store import EpisodeKey
+from orchestrator.sweep.config import load_sweep
 from orchestrator.sweep.plan import Dispatcher, PlannedEpisode, plan, select_tasks
 from tasks import load_tasks
 

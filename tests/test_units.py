@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from foundation.pool.container import TRANSITIONS, IllegalTransition, PooledContainer, State
+from foundation.pool.container import (
+    TRANSITIONS,
+    ContainerState,
+    IllegalTransition,
+    PooledContainer,
+)
 from foundation.pool.ownership import Owner
 from foundation.pool.sandbox import simplify_path
 
@@ -28,17 +33,17 @@ class FakeRaw:
 
 def test_only_declared_transitions_are_allowed():
     member = PooledContainer(None, "img", FakeRaw())  # type: ignore[arg-type]
-    member.move_to(State.IDLE)
-    member.move_to(State.LEASED)
+    member.move_to(ContainerState.IDLE)
+    member.move_to(ContainerState.LEASED)
     assert member.uses == 1
     with pytest.raises(IllegalTransition):
-        member.move_to(State.IDLE)  # a used container must be reset first
-    member.move_to(State.RESETTING)
-    member.move_to(State.BROKEN, "test")
+        member.move_to(ContainerState.IDLE)  # a used container must be reset first
+    member.move_to(ContainerState.RESETTING)
+    member.move_to(ContainerState.BROKEN, "test")
     assert member.broken_reason == "test"
     with pytest.raises(IllegalTransition):
-        member.move_to(State.IDLE)
-    assert all(State.BROKEN in TRANSITIONS[s] for s in State if s not in (State.BROKEN, State.REMOVED))
+        member.move_to(ContainerState.IDLE)
+    assert all(ContainerState.BROKEN in TRANSITIONS[s] for s in ContainerState if s not in (ContainerState.BROKEN, ContainerState.REMOVED))
 
 
 def test_owner_round_trips_and_knows_it_is_alive():

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from .budget import Budget, BudgetExhausted
-from .client import Completion, LLMClient, Message, ModelSpec
+from .client import ChatMessage, Completion, LLMClient, ModelSpec
 from .errors import ModelError
 from .limits import ModelLimits, ModelStats
 from .retry import RetryPolicy
@@ -20,8 +20,8 @@ from .usage import Usage, UsageLedger
 class LLM(Protocol):
     """What an agent needs from a model."""
 
-    async def complete(self, model: str, messages: Sequence[Message], **params: Any) -> Completion: ...
+    async def complete(self, model: str, messages: Sequence[ChatMessage], **params: Any) -> Completion: ...
 
 
-__all__ = ["LLM", "Budget", "BudgetExhausted", "Completion", "LLMClient", "Message", "ModelError", "ModelLimits", "ModelSpec",
+__all__ = ["LLM", "Budget", "BudgetExhausted", "Completion", "LLMClient", "ChatMessage", "ModelError", "ModelLimits", "ModelSpec",
            "ModelStats", "RetryPolicy", "Usage", "UsageLedger"]

@@ -28,7 +28,7 @@ from .transport import InProcessTransport, Reply, Request, Transport
 from .usage import Usage, UsageLedger
 
 log = structlog.get_logger(__name__)
-Message = dict[str, Any]
+ChatMessage = dict[str, Any]
 
 
 class ModelSpec(BaseModel):
@@ -75,7 +75,7 @@ class LLMClient:
     def _secrets(self) -> list[str]:
         return [s.api_key.get_secret_value() for s in self._specs.values() if s.api_key]
 
-    async def complete(self, model: str, messages: Sequence[Message], **params: Any) -> Completion:
+    async def complete(self, model: str, messages: Sequence[ChatMessage], **params: Any) -> Completion:
         """One chat completion, retried per the policy; raises ModelError when it cannot be had."""
         spec, gate = self._spec(model), self._gate(model)
         if self.budget is not None:
@@ -97,7 +97,7 @@ class LLMClient:
             self.budget.spend(usage)
         return Completion(text=reply.text, finish_reason=reply.finish_reason, usage=usage)
 
-    async def _with_retries(self, model: str, spec: ModelSpec, gate: ModelGate, messages: list[Message],
+    async def _with_retries(self, model: str, spec: ModelSpec, gate: ModelGate, messages: list[ChatMessage],
                             params: dict[str, Any]) -> tuple[Reply, int]:
         """The reply and the attempts it took; a ModelError saying how many were spent, when none worked.
 
@@ -125,7 +125,7 @@ class LLMClient:
             raise exc.after(loop.statistics.get("attempt_number", 1)) from None
         return reply, loop.statistics.get("attempt_number", 1)
 
-    async def _attempt(self, spec: ModelSpec, gate: ModelGate, messages: list[Message], params: dict[str, Any]) -> Reply:
+    async def _attempt(self, spec: ModelSpec, gate: ModelGate, messages: list[ChatMessage], params: dict[str, Any]) -> Reply:
         estimate = _estimate_tokens(messages, params)
         request = Request(model=spec.name, messages=messages, params=params, api_base=spec.api_base,
                           api_key=spec.api_key.get_secret_value() if spec.api_key else None, timeout=spec.timeout)
@@ -153,7 +153,7 @@ class LLMClient:
                  kind=getattr(exc, "kind", None), reason=getattr(exc, "reason", repr(exc)))
 
 
-def _estimate_tokens(messages: list[Message], params: dict[str, Any]) -> int:
+def _estimate_tokens(messages: list[ChatMessage], params: dict[str, Any]) -> int:
     # ~4 characters per token, plus the completion budget: only a reservation, settled afterwards.
     # Plain strings are counted as they are (serializing every dialogue cost a twentieth of the
     # sweep's CPU); anything else (content parts, tool calls) by its JSON.

@@ -21,8 +21,8 @@ from benchmarks.differential.run import CONCURRENCY, run_suites
 from environments.runtime import Runtime
 from foundation import logs
 from foundation.engine import engine
-from orchestrator.images.build import build_images
 from foundation.settings import PROJECT_ROOT, resolve_data_dir
+from orchestrator.images.build import build_images
 from tasks import DATASETS
 
 

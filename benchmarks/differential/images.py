@@ -27,11 +27,11 @@ from pathlib import Path
 
 import aiodocker
 
+from foundation.settings import PROJECT_ROOT, data_path
 from orchestrator.images.base import ensure_base
 from orchestrator.images.context import Entry, inputs_hash, write_tar
 from orchestrator.images.engine_build import Line, find_image, run_build
 from orchestrator.images.specs import BASE_IMAGE
-from foundation.settings import PROJECT_ROOT, data_path
 
 ORIGINAL_DIR = Path(os.environ.get("INTERCODE_ORIGINAL_DIR", PROJECT_ROOT.parent / "shared" / "intercode-original"))
 PREFIX = "icdiff-original"

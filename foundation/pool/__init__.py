@@ -1,11 +1,11 @@
 """Warm containers, leased per episode, driven through one long-lived in-container driver."""
 
 from foundation.pool.config import ActionLimits, Hardening, ImagePoolConfig
-from foundation.pool.container import State
+from foundation.pool.container import ContainerState
 from foundation.pool.driver import ExecResult
 from foundation.pool.pool import Pool, PoolClosed
 from foundation.pool.sandbox import ContainerSandbox
 from foundation.sandbox import Sandbox, SandboxProvider
 
 __all__ = ["ActionLimits", "ContainerSandbox", "ExecResult", "Hardening", "ImagePoolConfig", "Pool", "PoolClosed", "Sandbox",
-           "SandboxProvider", "State"]
+           "SandboxProvider", "ContainerState"]

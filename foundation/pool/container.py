@@ -22,7 +22,7 @@ from foundation.pool.ownership import remove_quietly
 log = structlog.get_logger(__name__)
 
 
-class State(enum.Enum):
+class ContainerState(enum.Enum):
     WARMING = "warming"
     IDLE = "idle"
     LEASED = "leased"
@@ -32,13 +32,13 @@ class State(enum.Enum):
 
 
 # The only transitions there are. Anything may break; only a broken container is removed.
-TRANSITIONS: dict[State, frozenset[State]] = {
-    State.WARMING: frozenset({State.IDLE, State.LEASED, State.BROKEN}),
-    State.IDLE: frozenset({State.LEASED, State.RESETTING, State.BROKEN}),
-    State.LEASED: frozenset({State.RESETTING, State.BROKEN}),
-    State.RESETTING: frozenset({State.IDLE, State.LEASED, State.BROKEN}),
-    State.BROKEN: frozenset({State.REMOVED}),
-    State.REMOVED: frozenset(),
+TRANSITIONS: dict[ContainerState, frozenset[ContainerState]] = {
+    ContainerState.WARMING: frozenset({ContainerState.IDLE, ContainerState.LEASED, ContainerState.BROKEN}),
+    ContainerState.IDLE: frozenset({ContainerState.LEASED, ContainerState.RESETTING, ContainerState.BROKEN}),
+    ContainerState.LEASED: frozenset({ContainerState.RESETTING, ContainerState.BROKEN}),
+    ContainerState.RESETTING: frozenset({ContainerState.IDLE, ContainerState.LEASED, ContainerState.BROKEN}),
+    ContainerState.BROKEN: frozenset({ContainerState.REMOVED}),
+    ContainerState.REMOVED: frozenset(),
 }
 
 
@@ -54,7 +54,7 @@ class PooledContainer:
         self.image = image
         self.container = container
         self.id: str = container.id
-        self.state = State.WARMING
+        self.state = ContainerState.WARMING
         self.driver: DriverClient | None = None
         self.uses = 0
         self.broken_reason: str | None = None
@@ -64,19 +64,19 @@ class PooledContainer:
         self.upper_dir: str | None = None
         self._removal: asyncio.Future[None] | None = None
 
-    def move_to(self, new: State, reason: str | None = None) -> None:
+    def move_to(self, new: ContainerState, reason: str | None = None) -> None:
         if new not in TRANSITIONS[self.state]:
             raise IllegalTransition(f"container {self.id[:12]}: {self.state.value} -> {new.value}")
-        if new is State.BROKEN:
+        if new is ContainerState.BROKEN:
             self.broken_reason = reason
             log.info("pool.container_broken", image=self.image, container=self.id[:12], reason=reason)
-        if new is State.LEASED:
+        if new is ContainerState.LEASED:
             self.uses += 1
         self.state = new
 
     @property
     def usable(self) -> bool:
-        return self.state not in (State.BROKEN, State.REMOVED)
+        return self.state not in (ContainerState.BROKEN, ContainerState.REMOVED)
 
     async def ping(self) -> None:
         if self.driver is None:
@@ -116,14 +116,14 @@ class PooledContainer:
             self._removal = None
 
     async def _remove(self) -> None:
-        if self.state is State.REMOVED:
+        if self.state is ContainerState.REMOVED:
             return
-        if self.state is not State.BROKEN:
-            self.move_to(State.BROKEN, "removed by pool")
+        if self.state is not ContainerState.BROKEN:
+            self.move_to(ContainerState.BROKEN, "removed by pool")
         if self.driver is not None:
             await self.driver.close()
         await remove_quietly(self.docker, self.id)
-        self.move_to(State.REMOVED)
+        self.move_to(ContainerState.REMOVED)
 
 
 def container_config(image: str, hardening: Hardening, labels: dict[str, str], disk: DiskCaps | None = None) -> dict:
@@ -178,7 +178,7 @@ async def create_container(docker: aiodocker.Docker, image: str, hardening: Hard
             await disk.verify(pooled.upper_dir, raw.id)
         pooled.initial_changes = frozenset(await pooled.changed_paths())
     except BaseException as exc:
-        pooled.move_to(State.BROKEN, f"start failed: {exc!r}")
+        pooled.move_to(ContainerState.BROKEN, f"start failed: {exc!r}")
         with contextlib.suppress(SandboxError):  # the engine is away: the pool's close or next start reaps it
             await asyncio.shield(pooled.remove())
         if isinstance(exc, aiodocker.DockerError):

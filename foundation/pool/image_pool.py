@@ -19,7 +19,7 @@ import structlog
 from foundation.concurrency import BackgroundTasks
 from foundation.errors import EngineLost, OrchestratorError, SandboxError
 from foundation.pool.config import ImagePoolConfig
-from foundation.pool.container import PooledContainer, State, create_container
+from foundation.pool.container import ContainerState, PooledContainer, create_container
 from foundation.pool.cpu import CpuGauge
 from foundation.pool.disk import DiskCaps
 
@@ -56,11 +56,11 @@ class ImagePool:
     @property
     def capacity(self) -> int:
         """Containers that serve, or soon will: leased, idle, being reset or being created."""
-        serving = (State.IDLE, State.LEASED, State.RESETTING)
+        serving = (ContainerState.IDLE, ContainerState.LEASED, ContainerState.RESETTING)
         return self.creating + sum(1 for m in self.members.values() if m.state in serving)
 
     def counts(self) -> dict[str, int]:
-        by_state = {state.value: 0 for state in State if state is not State.REMOVED}
+        by_state = {state.value: 0 for state in ContainerState if state is not ContainerState.REMOVED}
         for member in self.members.values():
             by_state[member.state.value] += 1
         by_state["warming"] += self.creating
@@ -75,8 +75,8 @@ class ImagePool:
             raise EngineLost(f"no container while the engine is away ({self.suspended})", image=self.image)
         while self.idle:  # fast path: no await at all
             member = self.idle.popleft()
-            if member.state is State.IDLE:
-                member.move_to(State.LEASED)
+            if member.state is ContainerState.IDLE:
+                member.move_to(ContainerState.LEASED)
                 return member
         waiter: asyncio.Future[PooledContainer] = asyncio.get_running_loop().create_future()
         self.waiters.append(waiter)
@@ -101,7 +101,7 @@ class ImagePool:
         live_waiters = sum(1 for w in self.waiters if not w.done())
         # A container being reset is idle again in milliseconds, a new one takes hundreds: count
         # resets as on their way (a failed reset retires its container, which grows the pool again).
-        resetting = sum(1 for m in self.members.values() if m.state is State.RESETTING)
+        resetting = sum(1 for m in self.members.values() if m.state is ContainerState.RESETTING)
         if live_waiters and self._wait_instead():
             # Every lease ends, and each end hands its container to the oldest waiter; the
             # pool's CPU sampler calls grow() again once the CPUs have room.
@@ -148,10 +148,10 @@ class ImagePool:
         while self.waiters:
             waiter = self.waiters.popleft()
             if not waiter.done():
-                member.move_to(State.LEASED)
+                member.move_to(ContainerState.LEASED)
                 waiter.set_result(member)
                 return
-        member.move_to(State.IDLE)
+        member.move_to(ContainerState.IDLE)
         self.idle.append(member)
         self.idle_added.set()
 
@@ -159,14 +159,14 @@ class ImagePool:
 
     def release(self, member: PooledContainer, broken_reason: str | None = None) -> None:
         """Synchronous on purpose: it can't be interrupted half-way by a cancellation."""
-        if member.state is State.REMOVED:
+        if member.state is ContainerState.REMOVED:
             return
         if broken_reason is not None or member.driver is None or member.driver.closed:
-            if member.state is not State.BROKEN:
-                member.move_to(State.BROKEN, broken_reason or "driver lost")
+            if member.state is not ContainerState.BROKEN:
+                member.move_to(ContainerState.BROKEN, broken_reason or "driver lost")
             self.tasks.spawn(self._retire(member, member.broken_reason), name=f"retire {member.id[:12]}")
             return
-        member.move_to(State.RESETTING)
+        member.move_to(ContainerState.RESETTING)
         self.tasks.spawn(self._reset(member), name=f"reset {member.id[:12]}")
 
     async def _reset(self, member: PooledContainer) -> None:
@@ -186,7 +186,7 @@ class ImagePool:
         except Exception as exc:  # noqa: BLE001 — any failure (OSError of the upper-dir walk too) retires it
             await self._retire(member, f"reset failed: {exc!r}")
             return
-        if member.state is not State.RESETTING:  # forgotten meanwhile (the engine went away)
+        if member.state is not ContainerState.RESETTING:  # forgotten meanwhile (the engine went away)
             return
         if member.uses >= self.config.max_uses:
             await self._retire(member, "reached max_uses")
@@ -207,8 +207,8 @@ class ImagePool:
     async def _retire(self, member: PooledContainer, reason: str | None) -> None:
         """Mark broken (if it is not yet), remove, and grow again. A removal the engine can't do
         now is remembered in `lost`, and the container is no longer counted against max_size."""
-        if member.state not in (State.BROKEN, State.REMOVED):
-            member.move_to(State.BROKEN, reason)
+        if member.state not in (ContainerState.BROKEN, ContainerState.REMOVED):
+            member.move_to(ContainerState.BROKEN, reason)
         # It stays a member until removed: a pool closing meanwhile (which cancels this task)
         # finds it there and waits for this same removal.
         try:
@@ -226,13 +226,13 @@ class ImagePool:
         """Ping idle containers that were not used for a while; retire those that don't answer."""
         now = time.monotonic()
         for member in list(self.idle):
-            if now - member.last_checked < self.config.health_interval or member.state is not State.IDLE:
+            if now - member.last_checked < self.config.health_interval or member.state is not ContainerState.IDLE:
                 continue
             try:
                 await member.ping()
                 member.last_checked = time.monotonic()
             except SandboxError as exc:
-                if member.state is State.IDLE:
+                if member.state is ContainerState.IDLE:
                     self.idle.remove(member)
                     await self._retire(member, f"health check failed: {exc}")
 
@@ -255,8 +255,8 @@ class ImagePool:
         self.idle.clear()
         members, self.members = list(self.members.values()), {}
         for member in members:
-            if member.state not in (State.BROKEN, State.REMOVED):
-                member.move_to(State.BROKEN, "the engine went away")
+            if member.state not in (ContainerState.BROKEN, ContainerState.REMOVED):
+                member.move_to(ContainerState.BROKEN, "the engine went away")
         results = await asyncio.gather(*(m.remove() for m in members), return_exceptions=True)
         self.lost.update(m.id for m, r in zip(members, results) if isinstance(r, BaseException))
 

@@ -34,7 +34,7 @@ from orchestrator.fidelity.trajectories import (
     PLAN_SOLVE,
     REACT,
     Episode,
-    Turn,
+    RecordedTurn,
     file_label,
     history_episodes,
     json_type,
@@ -142,9 +142,9 @@ def _human_episode(path: Path, key: str, record: dict[str, Any]) -> Episode:
                    str(path), format=HUMAN, strategy=STRATEGY[HUMAN])
 
 
-def _human_turn(where: str, step: object) -> Turn:
+def _human_turn(where: str, step: object) -> RecordedTurn:
     if not isinstance(step, dict):
         raise ConfigError(f"{where} is {json_type(step)}; expected an object with an action and an observation")
     if not isinstance(step.get("action"), str):
         raise ConfigError(f"{where}: the action is {json_type(step.get('action'))}, not text")
-    return Turn(step["action"], step.get("observation"), None)
+    return RecordedTurn(step["action"], step.get("observation"), None)

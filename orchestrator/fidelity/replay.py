@@ -28,11 +28,8 @@ counts flagged and unscored turns apart, and a replay that could compare no turn
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
 import os
-import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -46,17 +43,7 @@ from environments.bash_lifecycle import OriginalLifecycleBashEnv
 from environments.kind import kind_spec
 from environments.runtime import Runtime
 from foundation.errors import ConfigError, SandboxError
-from foundation.settings import resolve_data_dir
-from orchestrator.fidelity.report import (
-    agreement_line,
-    left_out_counts,
-    report,
-    report_bad,
-    write_json,
-    write_text,
-)
 from orchestrator.fidelity.rules import OutOfGrammar, TurnResult, replay_turn
-from orchestrator.fidelity.table import print_table, success_table, table_json
 from orchestrator.fidelity.trajectories import Episode, TaskFinder, read_episodes, shown
 from orchestrator.store.export import HARNESS
 
@@ -82,68 +69,6 @@ class Replayed:
 
     results: list[TurnResult] = field(default_factory=list)
     bad: dict[str, str] = field(default_factory=dict)
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("replay", help="replay trajectory files of the original's scripts; per-turn agreement, "
-                                           "or the paper's success table")
-    parser.add_argument("files", nargs="*", type=Path, metavar="TRAJECTORY_FILE")
-    parser.add_argument("--table", type=Path, metavar="DIR",
-                        help="replay every *.json under DIR (any of the original's formats) and print the success "
-                             "table, environment x strategy, recorded and recomputed side by side")
-    parser.add_argument("--data-dir", help="benchmark data (default: $INTERCODE_DATA_DIR or ../shared/intercode-data)")
-    parser.add_argument("--json", type=Path, metavar="OUT",
-                        help="also write recorded and recomputed rewards per turn (with --table: the table) as JSON; "
-                             "'-' prints it instead")
-    parser.add_argument("--concurrency", type=int, default=8, help="episodes replayed at once")
-    parser.add_argument("--reward", choices=("original", "strict"), default="original")
-    parser.add_argument("--containers", choices=("auto", "original", "pristine"), default="auto",
-                        help="bash: 'original' replays each file in order through two long-lived containers reset "
-                             "the original's leaky way, as its recordings ran; 'pristine' gives every episode a "
-                             "clean container, as our sweeps do; 'auto' (default): pristine for files we exported, "
-                             "original for the others")
-    parser.add_argument("--limit", type=int, help="replay only the first N episodes of each file")
-    parser.add_argument("--mismatches", type=int, default=40, help="how many mismatches (and bad episodes) to list")
-    parser.set_defaults(handler=run)
-
-
-async def run(args: argparse.Namespace) -> int:
-    data_dir = resolve_data_dir(args.data_dir)
-    files = trajectory_files(args.files, args.table)
-    episodes = read_all(files, args.limit)  # every file is checked before a container starts
-    async with Runtime.open(data_dir=data_dir, reward_mode=args.reward) as runtime:
-        replayed = await replay_recordings(runtime, TaskFinder(data_dir), episodes, args.concurrency,
-                                           args.containers)
-    output(args, episodes, replayed)
-    if any(r.counted for r in replayed.results):
-        return 0
-    print(f"no turn could be compared with its recording ({left_out_counts(replayed.results) or 'no turns'}): "
-          "see the reasons above", file=sys.stderr)
-    return 1
-
-
-def output(args: argparse.Namespace, episodes: list[Episode], replayed: Replayed) -> None:
-    """The report (with --table, the success table) on stdout, and --json; `--json -` puts the
-    JSON on stdout in their place."""
-    results, bad = replayed.results, list(replayed.bad.values())
-    to_stdout = args.json is not None and str(args.json) == "-"
-    original = sorted({Path(e.source).name for e in episodes if lifecycle(e, args.containers) == "original"})
-    if original and not to_stdout:
-        print(f"containers: the original's (long-lived, reset with git reset --hard; git clean -fd) for "
-              f"{', '.join(original)}; --containers pristine for clean ones")
-    if not args.table:
-        if not to_stdout:
-            report(results, args.mismatches, bad)
-        if args.json:
-            write_json(args.json, results)
-        return
-    table = success_table(episodes, results, replayed.bad)
-    if not to_stdout:
-        report_bad(bad, args.mismatches)
-        print_table(table, args.table)
-        print(agreement_line(results))
-    if args.json:
-        write_text(args.json, json.dumps(table_json(table), indent=1))
 
 
 def trajectory_files(files: list[Path], table: Path | None) -> list[Path]:

@@ -45,7 +45,7 @@ BLOCKED = "blocked"  # eval_n_turn's action when the policy raised: nothing ran,
 
 
 @dataclass(frozen=True, slots=True)
-class Turn:
+class RecordedTurn:
     action: str
     observation: Any
     reward: float | None
@@ -58,7 +58,7 @@ class Episode:
     dataset_path: str
     task_id: Any
     query: str
-    turns: list[Turn]
+    turns: list[RecordedTurn]
     source: str = ""  # the file it was read from: episodes of one file ran in order, in one harness
     harness: str = ""  # "intercode-orchestrator" in files we exported; absent from the original's
     format: str = N_TURN  # the script that wrote it: its rule parses and scores each turn
@@ -159,7 +159,7 @@ def text_field(where: str, value: dict[str, Any], name: str) -> str:
     return text
 
 
-def _turns(where: str, history: dict[str, Any], fmt: str) -> list[Turn]:
+def _turns(where: str, history: dict[str, Any], fmt: str) -> list[RecordedTurn]:
     columns = [history.get(name) for name in COLUMNS]
     for name, column in zip(COLUMNS, columns):
         if not isinstance(column, list):
@@ -185,10 +185,10 @@ def _first(where: str, action: object) -> object:
     return action
 
 
-def _turn(where: str, action: object, observation: object, reward: object) -> Turn:
+def _turn(where: str, action: object, observation: object, reward: object) -> RecordedTurn:
     if not isinstance(action, str):
         raise ConfigError(f"{where}: the action is {json_type(action)}, not text")
-    return Turn(action, observation, reward_value(where, reward))
+    return RecordedTurn(action, observation, reward_value(where, reward))
 
 
 def reward_value(where: str, reward: object) -> float | None:

@@ -1,4 +1,5 @@
-"""`python -m orchestrator validate ENV`: run every task's gold solution and report who gets 1.0.
+"""Gold validation: run every task's gold solution and report who gets 1.0 (the command is
+orchestrator/fidelity/validate_cli.py).
 
 Bash and SQL: the gold command, then `submit`. Python: the gold code, then `submit <its function>`.
 CTF: `submit <the flag>` in the task's directory (which checks that the task can start offline).
@@ -7,66 +8,32 @@ Tasks that can't run offline are listed as unavailable, with the reason, not as 
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
-import time
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
 from environments import make_environment
 from environments.base import TaskUnavailable
-from environments.kind import gold_actions, kind_names, kind_spec
+from environments.kind import gold_actions
 from environments.runtime import Runtime
-from foundation.errors import ConfigError
-from foundation.settings import resolve_data_dir
-from tasks import DATASETS, Task, load_tasks
+from tasks import Task
 
 
 @dataclass
-class Outcome:
+class GoldOutcome:
     task: str
     reward: float | None
     status: str  # "pass", "fail", "unavailable", "error"
     detail: dict[str, Any] = field(default_factory=dict)
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("validate", help="run every task's gold solution; share reaching reward 1")
-    parser.add_argument("env", choices=kind_names(), metavar="ENV", help=", ".join(kind_names()))
-    parser.add_argument("--tasks", help="comma-separated task sets (default: the paper's sets for ENV)")
-    parser.add_argument("--data-dir", help="benchmark data (default: $INTERCODE_DATA_DIR or ../shared/intercode-data)")
-    parser.add_argument("--concurrency", type=int, default=8)
-    parser.add_argument("--reward", choices=("original", "strict"), default="original")
-    parser.add_argument("--limit", type=int, help="only the first N tasks of each set")
-    parser.add_argument("--json", type=Path, metavar="OUT", help="write every task's outcome")
-    parser.set_defaults(handler=run)
-
-
-async def run(args: argparse.Namespace) -> int:
-    sets = args.tasks.split(",") if args.tasks else list(kind_spec(args.env).datasets)
-    for name in sets:
-        if name not in DATASETS or DATASETS[name].env != args.env:
-            known = ", ".join(n for n, i in DATASETS.items() if i.env == args.env)
-            raise ConfigError(f"{name!r} is not a {args.env} task set; known: {known}")
-    data_dir = None if all(DATASETS[n].starter for n in sets) else resolve_data_dir(args.data_dir)
-    tasks = [task for name in sets for task in load_tasks(name, data_dir)[: args.limit]]
-    start = time.perf_counter()
-    async with Runtime.open(data_dir=data_dir, reward_mode=args.reward) as runtime:
-        outcomes = await validate_all(runtime, args.env, tasks, args.concurrency)
-    report(outcomes, tasks, time.perf_counter() - start)
-    if args.json:
-        args.json.write_text(json.dumps([asdict(o) for o in outcomes], indent=1, default=str))
-    return 0
-
-
-async def validate_all(runtime: Runtime, kind: str, tasks: list[Task], concurrency: int) -> list[Outcome]:
+async def validate_all(runtime: Runtime, kind: str, tasks: list[Task], concurrency: int) -> list[GoldOutcome]:
     queue: asyncio.Queue[Task] = asyncio.Queue()
     for task in tasks:
         queue.put_nowait(task)
-    outcomes: dict[str, Outcome] = {}
+    outcomes: dict[str, GoldOutcome] = {}
 
     async def worker() -> None:
         async with make_environment(kind, runtime) as env:
@@ -80,21 +47,21 @@ async def validate_all(runtime: Runtime, kind: str, tasks: list[Task], concurren
     return [outcomes[task.id] for task in tasks]
 
 
-async def validate_one(env: Any, task: Task) -> Outcome:
+async def validate_one(env: Any, task: Task) -> GoldOutcome:
     try:
         await env.reset(task)
     except TaskUnavailable as exc:
-        return Outcome(task.id, None, "unavailable", {"reason": str(exc).split(": ", 1)[-1]})
+        return GoldOutcome(task.id, None, "unavailable", {"reason": str(exc).split(": ", 1)[-1]})
     step = None
     for action in gold_actions(task):
         step = await env.step(action)
     assert step is not None
     detail = {k: v for k, v in step.info.items() if k not in ("action_executed",)}
-    return Outcome(task.id, step.reward, "pass" if step.reward == 1 else "fail", detail)
+    return GoldOutcome(task.id, step.reward, "pass" if step.reward == 1 else "fail", detail)
 
 
-def report(outcomes: list[Outcome], tasks: list[Task], seconds: float) -> None:
-    by_set: dict[str, list[Outcome]] = defaultdict(list)
+def report(outcomes: list[GoldOutcome], tasks: list[Task], seconds: float) -> None:
+    by_set: dict[str, list[GoldOutcome]] = defaultdict(list)
     for outcome in outcomes:
         by_set[outcome.task.split("/")[0]].append(outcome)
     for name, rows in by_set.items():
@@ -109,7 +76,7 @@ def report(outcomes: list[Outcome], tasks: list[Task], seconds: float) -> None:
     print(f"{len(tasks)} tasks in {seconds:.1f} s")
 
 
-def _why(outcome: Outcome) -> str:
+def _why(outcome: GoldOutcome) -> str:
     d = outcome.detail
     if outcome.status == "unavailable":
         return d.get("reason", "")

@@ -34,7 +34,7 @@ HASH_LABEL = "intercode.inputs-hash"
 NAME_LABEL = "intercode.image"
 
 
-class State(enum.StrEnum):
+class ImageState(enum.StrEnum):
     PRESENT = "present"  # built from exactly the current inputs
     MISSING = "missing"
     STALE = "stale"  # built, but its inputs (or a parent) changed since
@@ -44,7 +44,7 @@ class State(enum.StrEnum):
 class ImageStatus:
     name: str
     tag: str
-    state: State
+    state: ImageState
     image_id: str | None
     size: int | None  # bytes, as the engine reports it
 
@@ -131,7 +131,7 @@ async def image_status(names: Iterable[str] | None, data_dir: Path, *,
             parent_id = base["Id"] if base is not None else None
             if spec.parent is not None:
                 parent = found[spec.parent]
-                parent_id = parent.image_id if parent.state is State.PRESENT else None
+                parent_id = parent.image_id if parent.state is ImageState.PRESENT else None
             found[spec.name] = await _status(client, spec, data_dir, parent_id)
     return [s for s in found.values() if wanted is None or s.name in wanted]
 
@@ -139,13 +139,13 @@ async def image_status(names: Iterable[str] | None, data_dir: Path, *,
 async def _status(docker: aiodocker.Docker, spec: ImageSpec, data_dir: Path, parent_id: str | None) -> ImageStatus:
     current = await find_image(docker, spec.tag)
     if current is None:
-        return ImageStatus(spec.name, spec.tag, State.MISSING, None, None)
-    state = State.STALE
+        return ImageStatus(spec.name, spec.tag, ImageState.MISSING, None, None)
+    state = ImageState.STALE
     if parent_id is not None:
         entries = await asyncio.to_thread(collect, spec, data_dir)
         digest = await asyncio.to_thread(inputs_hash, entries, spec.buildargs, parent_id)
         if _labels(current).get(HASH_LABEL) == digest:
-            state = State.PRESENT
+            state = ImageState.PRESENT
     return ImageStatus(spec.name, spec.tag, state, current["Id"], current.get("Size"))
 
 

@@ -16,11 +16,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from orchestrator.nightly.outcomes import Cell, Outcome, by_cell
+from orchestrator.nightly.outcomes import Cell, TaskOutcome, by_cell
 from orchestrator.report.stats import BootstrapResult, mcnemar_exact, paired_bootstrap
 
 Verdict = Literal["regression", "improvement", "no change"]
-Pair = tuple[Outcome, Outcome]
+Pair = tuple[TaskOutcome, TaskOutcome]
 
 
 class CompareSettings(BaseModel):
@@ -85,7 +85,7 @@ class Comparison:
         return [c for c in self.cells if c.verdict == "regression"]
 
 
-def compare(baseline: Iterable[Outcome], current: Iterable[Outcome], settings: CompareSettings | None = None,
+def compare(baseline: Iterable[TaskOutcome], current: Iterable[TaskOutcome], settings: CompareSettings | None = None,
             exclusions: Exclusions | None = None) -> Comparison:
     """Compare every cell present in both runs; cells in one run only are listed, not compared."""
     settings, exclusions = settings or CompareSettings(), exclusions or Exclusions()
@@ -95,7 +95,7 @@ def compare(baseline: Iterable[Outcome], current: Iterable[Outcome], settings: C
     return Comparison(cells, sorted(base.keys() - cur.keys()), sorted(cur.keys() - base.keys()), settings)
 
 
-def compare_cell(cell: Cell, base: dict[tuple[str, int], Outcome], cur: dict[tuple[str, int], Outcome],
+def compare_cell(cell: Cell, base: dict[tuple[str, int], TaskOutcome], cur: dict[tuple[str, int], TaskOutcome],
                  settings: CompareSettings, exclusions: Exclusions) -> CellComparison:
     pairs, excluded, unpaired = _pairs(cell, base, cur, exclusions)
     p2f = tuple(sorted((b.task_id, b.epoch) for b, c in pairs if b.success and not c.success))
@@ -110,7 +110,7 @@ def compare_cell(cell: Cell, base: dict[tuple[str, int], Outcome], cur: dict[tup
     return replace(result, verdict=verdict(result, settings))
 
 
-def _pairs(cell: Cell, base: dict[tuple[str, int], Outcome], cur: dict[tuple[str, int], Outcome],
+def _pairs(cell: Cell, base: dict[tuple[str, int], TaskOutcome], cur: dict[tuple[str, int], TaskOutcome],
            exclusions: Exclusions) -> tuple[list[Pair], dict[str, tuple[str, ...]], int]:
     """The usable pairs, the excluded task ids by reason, and how many keys could not be paired."""
     pairs: list[Pair] = []
@@ -127,7 +127,7 @@ def _pairs(cell: Cell, base: dict[tuple[str, int], Outcome], cur: dict[tuple[str
     return pairs, {reason: tuple(sorted(ids)) for reason, ids in sorted(excluded.items())}, unpaired
 
 
-def _rate(outcomes: Iterable[Outcome]) -> float | None:
+def _rate(outcomes: Iterable[TaskOutcome]) -> float | None:
     values = [o.success for o in outcomes]
     return sum(values) / len(values) if values else None
 

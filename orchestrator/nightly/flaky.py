@@ -11,7 +11,7 @@ from itertools import pairwise
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from orchestrator.nightly.outcomes import Cell, Outcome
+from orchestrator.nightly.outcomes import Cell, TaskOutcome
 
 TaskKey = tuple[Cell, str]  # (cell, task_id)
 
@@ -23,7 +23,7 @@ class FlakySettings(BaseModel):
     min_flips: int = Field(2, ge=1, description="flips within the window that make a task flaky")
 
 
-def night_outcomes(outcomes: Iterable[Outcome], broken: Iterable[tuple[str, str]] = ()) -> dict[TaskKey, bool]:
+def night_outcomes(outcomes: Iterable[TaskOutcome], broken: Iterable[tuple[str, str]] = ()) -> dict[TaskKey, bool]:
     """One pass/fail per (cell, task) for a night: passed when at least half its epochs succeeded.
     Infrastructure failures and tasks quarantined that night say nothing about the model: skipped.
     (Episodes cut short by the budget have no outcome at all: see `outcomes.from_episodes`.)"""

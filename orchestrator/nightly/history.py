@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from foundation.errors import ConfigError
-from orchestrator.nightly.outcomes import Cell, Outcome
+from orchestrator.nightly.outcomes import Cell, TaskOutcome
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS nights (
@@ -91,7 +91,7 @@ class History:
             yield cls(db)
 
     def add_night(self, *, sweep: str, started_at: float, outdir: str, status: str, baseline_id: int | None,
-                  note: str | None = None, cells: Iterable[CellMetrics] = (), outcomes: Iterable[Outcome] = (),
+                  note: str | None = None, cells: Iterable[CellMetrics] = (), outcomes: Iterable[TaskOutcome] = (),
                   broken: dict[tuple[str, str], str] | None = None) -> int:
         """Record one night in one transaction; returns its id."""
         with self.db:
@@ -124,10 +124,10 @@ class History:
         """The baseline for the next night: the last night that passed."""
         return next((n for n in reversed(self.nights(sweep)) if n.status == "passed"), None)
 
-    def outcomes(self, night_id: int) -> list[Outcome]:
+    def outcomes(self, night_id: int) -> list[TaskOutcome]:
         rows = self.db.execute("SELECT model, strategy, task_set, task_id, epoch, success, reward, infra "
                                "FROM outcomes WHERE night_id = ?", (night_id,))
-        return [Outcome(m, s, ts, tid, e, bool(ok), r, bool(infra)) for m, s, ts, tid, e, ok, r, infra in rows]
+        return [TaskOutcome(m, s, ts, tid, e, bool(ok), r, bool(infra)) for m, s, ts, tid, e, ok, r, infra in rows]
 
     def cells(self, night_id: int) -> list[CellMetrics]:
         rows = self.db.execute("SELECT model, strategy, task_set, n, success_rate, mean_reward FROM cells "

@@ -33,7 +33,7 @@ from orchestrator.nightly.flaky import (
 )
 from orchestrator.nightly.gate import GateResult, run_gate
 from orchestrator.nightly.history import CellMetrics, History, Night
-from orchestrator.nightly.outcomes import Outcome, by_cell, from_episodes
+from orchestrator.nightly.outcomes import TaskOutcome, by_cell, from_episodes
 from orchestrator.nightly.render import (
     NightlyReport,
     nightly_html,
@@ -106,7 +106,7 @@ def record_error(history_path: Path, sweep: str, started: float, outdir: Path, e
                           note=f"{type(exc).__name__}: {exc}".splitlines()[0][:500])
 
 
-def conclude(sweep: str, started: float, outdir: Path, gate: GateResult, outcomes: list[Outcome],
+def conclude(sweep: str, started: float, outdir: Path, gate: GateResult, outcomes: list[TaskOutcome],
              options: NightlyOptions) -> NightlyResult:
     """Compare with the last good night, find flaky tasks, record the night and write the reports."""
     with History.open(options.history) as history:
@@ -131,7 +131,7 @@ def _flaky(history: History, past: list[Night], tonight: dict[TaskKey, bool],
     return find_flaky([*earlier, tonight], settings)
 
 
-def _compare(history: History, baseline: Night | None, outcomes: list[Outcome], gate: GateResult,
+def _compare(history: History, baseline: Night | None, outcomes: list[TaskOutcome], gate: GateResult,
              flaky: dict[TaskKey, int], options: NightlyOptions) -> Comparison | None:
     """Tonight against the baseline; a task broken on either night is left out (its gold failed)."""
     if baseline is None:
@@ -140,7 +140,7 @@ def _compare(history: History, baseline: Night | None, outcomes: list[Outcome], 
     return compare(history.outcomes(baseline.id), outcomes, options.compare, Exclusions(broken, frozenset(flaky)))
 
 
-def cell_metrics(outcomes: Iterable[Outcome], broken: dict[tuple[str, str], str]) -> list[CellMetrics]:
+def cell_metrics(outcomes: Iterable[TaskOutcome], broken: dict[tuple[str, str], str]) -> list[CellMetrics]:
     """Per cell: success rate and mean reward over the episodes that measure the model (quarantined
     tasks and infrastructure failures left out), so a broken image does not dent the trend."""
     metrics = []

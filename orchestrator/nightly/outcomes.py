@@ -16,7 +16,7 @@ Cell = tuple[str, str, str]  # (model, strategy, task_set)
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class TaskOutcome:
     """One episode's result; `infra` marks an infrastructure failure, which says nothing about the model."""
 
     model: str
@@ -33,17 +33,17 @@ class Outcome:
         return self.model, self.strategy, self.task_set
 
 
-def from_episodes(episodes: Iterable[Episode]) -> list[Outcome]:
+def from_episodes(episodes: Iterable[Episode]) -> list[TaskOutcome]:
     """The outcomes of the episodes, leaving out those cut short by the budget: they measure neither
     model nor harness, so a comparison leaves their pair out (counted as unpaired), flaky tasks and
     the nightly's cell metrics skip them, and the history does not keep them."""
-    return [Outcome(e.model, e.strategy, e.task_set, e.task_id, e.epoch, e.success, e.reward,
+    return [TaskOutcome(e.model, e.strategy, e.task_set, e.task_id, e.epoch, e.success, e.reward,
                     e.failure_class == "infra") for e in episodes if not e.cut_by_budget]
 
 
-def by_cell(outcomes: Iterable[Outcome]) -> dict[Cell, dict[tuple[str, int], Outcome]]:
+def by_cell(outcomes: Iterable[TaskOutcome]) -> dict[Cell, dict[tuple[str, int], TaskOutcome]]:
     """Outcomes per cell, keyed by (task_id, epoch): the pairing key of a comparison."""
-    cells: dict[Cell, dict[tuple[str, int], Outcome]] = {}
+    cells: dict[Cell, dict[tuple[str, int], TaskOutcome]] = {}
     for outcome in outcomes:
         cells.setdefault(outcome.cell, {})[outcome.task_id, outcome.epoch] = outcome
     return cells

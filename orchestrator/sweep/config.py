@@ -140,7 +140,7 @@ class PoolSettings(BaseModel):
         return value
 
 
-class Budget(BaseModel):
+class BudgetSettings(BaseModel):
     model_config = _STRICT
 
     usd: float | None = Field(None, gt=0, description="stop calling models once this many dollars are spent")
@@ -168,7 +168,7 @@ class SweepConfig(BaseModel):
                                            "a table with max_size and disk_mb")
     llm_workers: int = Field(1, ge=0, le=64, description="processes that make the LLM calls through litellm, off the "
                                                            "sweep's event loop (0: in the sweep's own process)")
-    budget: Budget = Field(default_factory=Budget)
+    budget: BudgetSettings = Field(default_factory=BudgetSettings)
 
     @field_validator("strategies")
     @classmethod

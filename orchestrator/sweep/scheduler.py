@@ -26,11 +26,10 @@ import structlog
 
 from environments.runtime import SERVICE_IMAGES, Runtime, default_pool_config
 from environments.sql_server import sql_server
-from foundation.errors import EngineUnavailable, ImageError, SandboxError, UserError
+from foundation.errors import EngineUnavailable, SandboxError, UserError
 from foundation.pool import ImagePoolConfig
-from foundation.settings import DEFAULT_DATA_DIR, PROJECT_ROOT, cache_dir
-from orchestrator.images.build import build_images, image_status
-from orchestrator.images.specs import BY_NAME
+from foundation.settings import PROJECT_ROOT, cache_dir
+from orchestrator.images.ensure import ensure_images
 from orchestrator.store import Store
 from orchestrator.store.store import config_json
 from orchestrator.sweep.config import PoolSettings, SweepConfig
@@ -202,20 +201,6 @@ def _pool_configs(config: SweepConfig, images: list[str]) -> dict[str, ImagePool
             base = base.model_copy(update={"hardening": hardening})
         configs[image] = base
     return configs
-
-
-async def ensure_images(images: list[str], data_dir: Path | None) -> None:
-    """Build the images the sweep needs that are missing or out of date (only those)."""
-    by_tag = {spec.tag.removesuffix(":latest"): name for name, spec in BY_NAME.items()}
-    names = [by_tag[image] for image in images if image in by_tag]
-    unknown = [image for image in images if image not in by_tag]
-    if unknown:
-        raise ImageError(f"no image spec for {unknown[0]}: known images are {', '.join(by_tag)}")
-    directory = data_dir or DEFAULT_DATA_DIR
-    stale = [s.name for s in await image_status(names, directory) if str(s.state) != "present"]
-    if stale:
-        log.warning("building_images", images=stale)
-        await build_images(stale, directory)
 
 
 async def _git_sha() -> str | None:
