@@ -18,6 +18,7 @@ import structlog
 
 from agents.llm import LLMClient, ModelError, ModelLimits, ModelSpec, RetryPolicy
 from agents.llm.server import Rule, ScriptedLLMServer, ServerConfig
+from agents.llm.transport import Reply, Request, Transport
 from agents.llm.transport import transport as make_transport
 
 KEY = "sk-test-SECRET-4f2a9c"
@@ -27,14 +28,31 @@ FAST = RetryPolicy(initial_backoff=0.05, max_backoff=0.2, retry_after_jitter=0.0
 USER = [{"role": "user", "content": "list the files please"}]
 
 
+class _Borrowed:
+    """A started transport lent to one client: its client's close leaves it running for the next."""
+
+    def __init__(self, transport: Transport) -> None:
+        self._transport = transport
+
+    async def start(self) -> None:
+        pass
+
+    async def call(self, request: Request) -> Reply:
+        return await self._transport.call(request)
+
+    async def aclose(self) -> None:
+        pass
+
+
 @asynccontextmanager
 async def _setup(config: ServerConfig | None = None, *, model: str = PRICED, policy: RetryPolicy = FAST,
-                 limits: ModelLimits | None = None, workers: int = 0,
+                 limits: ModelLimits | None = None, workers: Transport | None = None,
                  timeout: float = 10) -> AsyncIterator[tuple[ScriptedLLMServer, LLMClient]]:
     async with ScriptedLLMServer(config) as server:
         spec = ModelSpec(name=model, api_base=f"{server.base_url}/v1", api_key=KEY, timeout=timeout,
                          limits=limits or ModelLimits())
-        client = LLMClient([spec], retry=policy, transport=make_transport(workers))
+        transport = make_transport(0) if workers is None else _Borrowed(workers)
+        client = LLMClient([spec], retry=policy, transport=transport)
         await client.transport.start()
         try:
             yield server, client
@@ -42,9 +60,20 @@ async def _setup(config: ServerConfig | None = None, *, model: str = PRICED, pol
             await client.aclose()
 
 
-@pytest.fixture(params=[0, 1], ids=["in-process", "worker"])
+@pytest.fixture(scope="module")
+async def worker() -> AsyncIterator[Transport]:
+    """One worker process for the module's tests, as a sweep keeps its workers for every call
+    (starting one imports litellm: seconds per test otherwise)."""
+    transport = make_transport(1)
+    await transport.start()
+    yield transport
+    await transport.aclose()
+
+
+@pytest.fixture(params=["in-process", "worker"])
 def setup(request: pytest.FixtureRequest) -> Callable[..., Any]:
-    return functools.partial(_setup, workers=request.param)
+    workers = request.getfixturevalue("worker") if request.param == "worker" else None
+    return functools.partial(_setup, workers=workers)
 
 
 def _elapsed_since(started: float) -> float:
