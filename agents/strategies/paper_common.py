@@ -1,7 +1,7 @@
 """What the paper's protocols share: its action parsers, its observation clipping, and one turn of
 its multi-turn harness (the original's `experiments/eval_n_turn.py`, also used by its Plan & Solve).
 
-A turn: the model's answer is parsed by the paper's rule for the kind (agents/paper_parsing.py).
+A turn: the model's answer is parsed by the paper's rule for the kind (environments/paper_parsing.py).
 No code: nothing runs, reward 0, the retry message is the observation. Code: it runs and is scored
 as the harness did (`common.harness_step`: Bash and SQL "if submitted now", Python's `def`
 auto-submitted, CTF only at `submit FLAG`). An answer the original's parser raised on ended its

@@ -3,7 +3,7 @@
 Turn N: the model writes `Thought N: ...` and `Action N: ...` (anything from `Observation N:` on
 is its own invention and is cut, as the original's stop sequence cut it). Without an `Action N:`
 line, it is asked once more for that line alone, and its first line is the action. The action is
-read by the paper's ReAct rule (agents/paper_parsing.react_action): `submit`, or the code inside
+read by the paper's ReAct rule (environments/paper_parsing.react_action): `submit`, or the code inside
 `execute[...]` (SQL up to a `;`); anything else is no code: nothing runs, reward 0, an error
 observation. Code runs as a plain step: reward 0, except `submit`, which scores and ends the
 episode. The observation is clipped to 350 characters, or 25 rows of a SQL result, and so kept in
