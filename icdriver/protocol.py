@@ -36,10 +36,14 @@ PID, VERSION_KEY, ROOTS = "pid", "version", "roots"
 HEADER = struct.Struct(">I")
 
 
+def framed(body: bytes) -> bytes:
+    """`body` as one frame: its length, then itself (the host's LLM workers frame pickles so)."""
+    return HEADER.pack(len(body)) + body
+
+
 def encode(message: dict) -> bytes:
     """One frame: the length, then the JSON."""
-    body = json.dumps(message).encode("utf-8")
-    return HEADER.pack(len(body)) + body
+    return framed(json.dumps(message).encode("utf-8"))
 
 
 def decode(buf: bytearray) -> dict | None:

@@ -17,7 +17,6 @@ import asyncio
 import itertools
 import os
 import pickle
-import struct
 import sys
 import warnings
 from dataclasses import dataclass, field
@@ -26,12 +25,13 @@ from typing import Any, Protocol
 import openai
 import structlog
 
+from icdriver.protocol import HEADER, framed
+
 from ._litellm import litellm
 from .errors import ModelError, classify, redact
 from .usage import price
 
 log = structlog.get_logger(__name__)
-_HEADER = struct.Struct(">I")
 
 # `litellm.acompletion` builds the provider's request coroutine (its HTTP handler's
 # `async_completion`, or the openai SDK path's `acompletion`) in an executor, then awaits it. A call
@@ -111,14 +111,13 @@ def reply_of(model: str, response: Any) -> Reply:
 # --- the pipe protocol: a 4-byte length, then a pickle; both ends are this module -------------------
 
 def frame(message: Any) -> bytes:
-    body = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    return _HEADER.pack(len(body)) + body
+    return framed(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 async def read_frame(reader: asyncio.StreamReader) -> Any:
     """The next message, or None at the end of the stream."""
     try:
-        (size,) = _HEADER.unpack(await reader.readexactly(_HEADER.size))
+        (size,) = HEADER.unpack(await reader.readexactly(HEADER.size))
         return pickle.loads(await reader.readexactly(size))
     except asyncio.IncompleteReadError:
         return None
