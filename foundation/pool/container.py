@@ -18,6 +18,7 @@ from foundation.pool.config import Hardening
 from foundation.pool.disk import DiskCaps
 from foundation.pool.driver import DriverClient
 from foundation.pool.ownership import remove_quietly
+from icdriver import protocol
 
 log = structlog.get_logger(__name__)
 
@@ -81,7 +82,7 @@ class PooledContainer:
     async def ping(self) -> None:
         if self.driver is None:
             raise SandboxError("container has no driver", container_id=self.id, image=self.image)
-        await self.driver.request("hello", wait=10.0)
+        await self.driver.request(protocol.HELLO, wait=10.0)
 
     async def changed_paths(self, prune: tuple[str, ...] = ()) -> set[str]:
         """Paths added, changed or deleted against the image, not descending into `prune`.
@@ -172,7 +173,7 @@ async def create_container(docker: aiodocker.Docker, image: str, hardening: Hard
             if disk is not None:
                 await disk.cap(raw, hardening.disk_mb)
             await raw.start()
-        pooled.driver = await DriverClient.start(raw)
+        pooled.driver = await DriverClient.start(raw, image=image)
         await pooled.locate_upper_dir()
         if disk is not None:
             await disk.verify(pooled.upper_dir, raw.id)
