@@ -1,4 +1,5 @@
-"""A Sandbox without Docker: actions run as local processes in a temporary directory.
+"""A Sandbox without Docker: the project's driver (icdriver) runs as a local process, in a temporary
+directory, and takes the actions there.
 
     provider = LocalProvider({"local/files": {"notes/a.txt": "hello\n"}})
     async with provider.lease("local/files") as sandbox:   # a fresh directory, seeded, committed to git
@@ -7,8 +8,9 @@
 For tests of environment logic and strategies that need no real container: paths are the
 directory's (`cwd="/"` is its top; an absolute path in an action is the host's, so such tests use
 relative paths). Each lease gets a new directory, seeded with the image's files and committed to
-git (the Bash reward diffs with `git status`), removed when the lease ends. There is no persistent
-shell or interpreter: `session` and `python` raise SandboxError (use the Docker pool for those).
+git (the Bash reward diffs with `git status`), removed when the lease ends with its driver and
+everything the driver started. The persistent shell (`session`) starts in that directory, and its
+`cd` takes host paths; the persistent interpreters (`python`) are the driver's, as in a container.
 """
 
 from __future__ import annotations
@@ -16,19 +18,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shlex
 import shutil
 import signal
+import sys
 import tempfile
-import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from foundation.errors import SandboxError
 from foundation.pool.config import ActionLimits
-from foundation.pool.driver import ExecResult, PythonRun
+from foundation.pool.driver import DriverClient, ExecResult, PythonRun
 from foundation.pool.sandbox import simplify_path
+from foundation.settings import PROJECT_ROOT
 
+MARKER = "INTERCODE_LOCAL_SANDBOX"  # in the environment of everything a local driver starts
 GIT_ENV = {"GIT_AUTHOR_NAME": "intercode", "GIT_AUTHOR_EMAIL": "intercode@localhost",
            "GIT_COMMITTER_NAME": "intercode", "GIT_COMMITTER_EMAIL": "intercode@localhost"}
 
@@ -36,8 +42,10 @@ GIT_ENV = {"GIT_AUTHOR_NAME": "intercode", "GIT_AUTHOR_EMAIL": "intercode@localh
 class LocalSandbox:
     """One temporary directory for the length of a lease (the Sandbox protocol)."""
 
-    def __init__(self, root: Path, image: str, limits: ActionLimits) -> None:
+    def __init__(self, root: Path, image: str, limits: ActionLimits, driver: DriverClient) -> None:
         self.root = root
+        self.driver = driver
+        self._session_started = False
         self.limits = limits
         self.cwd = "/"
         self.broken: str | None = None
@@ -57,30 +65,9 @@ class LocalSandbox:
 
     async def exec(self, argv: list[str], *, cwd: str | None = None, timeout: float | None = None,
                    cap: int | None = None, env: dict[str, str] | None = None) -> ExecResult:
-        limit, keep = timeout or self.limits.timeout, cap or self.limits.output_cap
-        started = time.monotonic()
-        process = await asyncio.create_subprocess_exec(
-            *argv, cwd=self.path(cwd or self.cwd), stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT, env={**os.environ, "HOME": str(self.root), **(env or {})},
-            start_new_session=True)
-        assert process.stdout is not None
-        try:
-            async with asyncio.timeout(limit):
-                output = await process.stdout.read()
-                await process.wait()
-            timed_out = False
-        except TimeoutError:
-            output, timed_out = b"", True
-        finally:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)  # the action's whole group, background jobs too
-            await process.wait()
-        try:
-            text, valid = output.decode(), True
-        except UnicodeDecodeError:
-            text, valid = output.decode(errors="replace"), False
-        return ExecResult(process.returncode if not timed_out else -9, text[:keep], max(0, len(text) - keep),
-                          timed_out=timed_out, elapsed=time.monotonic() - started, valid_utf8=valid)
+        env = {"HOME": str(self.root), **(env or {})}
+        return await self.driver.exec(argv, cwd=str(self.path(cwd or self.cwd)), timeout=timeout or self.limits.timeout,
+                                      cap=cap or self.limits.output_cap, flood=self.limits.flood, env=env)
 
     async def run(self, action: str, *, shell: str = "/bin/bash", timeout: float | None = None,
                   cap: int | None = None) -> ExecResult:
@@ -95,11 +82,20 @@ class LocalSandbox:
         return await self.exec([shell, "-c", action], timeout=timeout, cap=cap)
 
     async def session(self, action: str, *, timeout: float | None = None, cap: int | None = None) -> ExecResult:
-        raise SandboxError("a local sandbox has no persistent shell: use the Docker pool", image=self._image)
+        if not self._session_started:  # the driver's shell starts at the host's /: move it to the top here
+            await self.driver.session(f"cd {shlex.quote(str(self.root))}", timeout=10.0, cap=1024)
+            self._session_started = True
+        result = await self.driver.session(action, timeout=timeout or self.limits.timeout,
+                                           cap=cap or self.limits.output_cap)
+        if result.cwd is not None and Path(result.cwd).is_relative_to(self.root):
+            result = replace(result, cwd="/" + str(Path(result.cwd).relative_to(self.root)).removeprefix("."))
+            self.cwd = result.cwd
+        return result
 
     async def python(self, codes: Sequence[str], *, timeout: float | None = None, cap: int | None = None,
                      name: str = "main", fresh: bool = False, close: bool = False) -> PythonRun:
-        raise SandboxError("a local sandbox has no persistent interpreter: use the Docker pool", image=self._image)
+        return await self.driver.python(codes, timeout=timeout or self.limits.timeout,
+                                        cap=cap or self.limits.output_cap, name=name, fresh=fresh, close=close)
 
     def mark_broken(self, reason: str) -> None:
         self.broken = reason
@@ -122,16 +118,17 @@ class LocalProvider:
         root = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix="intercode-local-", dir=self.base))
         try:
             await asyncio.to_thread(self._seed, root, self.seeds.get(image, {}))
-            sandbox = LocalSandbox(root, image, self.limits)
-            self.leases += 1
-            try:
-                yield sandbox
-            except SandboxError as exc:
-                sandbox.mark_broken(str(exc))
-                raise
-            finally:
-                if sandbox.broken is not None:
-                    self.broken.append(sandbox.broken)
+            async with _local_driver(root) as driver:
+                sandbox = LocalSandbox(root, image, self.limits, driver)
+                self.leases += 1
+                try:
+                    yield sandbox
+                except SandboxError as exc:
+                    sandbox.mark_broken(str(exc))
+                    raise
+                finally:
+                    if sandbox.broken is not None:
+                        self.broken.append(sandbox.broken)
         finally:
             await asyncio.to_thread(shutil.rmtree, root, True)
 
@@ -146,3 +143,64 @@ class LocalProvider:
         env = {**os.environ, **GIT_ENV}
         for argv in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-q", "--allow-empty", "-m", "seed"]):
             subprocess.run(argv, cwd=root, env=env, check=True, capture_output=True)
+
+
+@dataclass(frozen=True)
+class _Chunk:
+    stream: int
+    data: bytes
+
+
+class _Pipes:
+    """A local driver's stdin and stdout as a DriverStream."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+
+    async def write_in(self, data: bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(data)
+        await self.process.stdin.drain()
+
+    async def read_out(self) -> _Chunk | None:
+        assert self.process.stdout is not None
+        data = await self.process.stdout.read(1 << 16)
+        return _Chunk(1, data) if data else None
+
+    async def close(self) -> None:
+        if self.process.stdin is not None and not self.process.stdin.is_closing():
+            self.process.stdin.close()  # the driver ends when its input ends
+
+
+@asynccontextmanager
+async def _local_driver(root: Path) -> AsyncIterator[DriverClient]:
+    """The driver as a local process in `root`, in a session of its own; killed with its group after."""
+    marker = f"{MARKER}={root.name}"
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-B", "-m", "icdriver", cwd=root, stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, start_new_session=True,
+        env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT), MARKER: root.name})
+    try:
+        driver = await DriverClient.over(_Pipes(process), f"local:{root.name}")
+        try:
+            yield driver
+        finally:
+            await driver.close()
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        await process.wait()
+        await asyncio.to_thread(_kill_marked, marker.encode())  # its shells, interpreters and background jobs
+
+
+def _kill_marked(marker: bytes) -> None:
+    """Kill every process whose environment carries `marker`: what the local driver started, in
+    whatever session or group it went on to (a background job of the persistent shell, say)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if marker in (entry / "environ").read_bytes().split(b"\0"):
+                os.kill(int(entry.name), signal.SIGKILL)
+        except (OSError, ValueError):  # gone meanwhile, or not ours to read
+            continue

@@ -1,9 +1,12 @@
-"""The Sandbox protocol's Docker-free implementation (foundation/local.py) runs the Bash
-environment's logic and the strategies: no engine is touched (DOCKER_HOST may point nowhere).
+"""The Sandbox protocol's Docker-free implementation (foundation/local.py: the driver as a local
+process) runs the Bash and Python environments' logic and the strategies: no engine is touched
+(DOCKER_HOST may point nowhere).
 
 The tasks use relative paths: a local sandbox's "/" is its temporary directory."""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 
@@ -13,9 +16,9 @@ from agents.scripted import ScriptedModel
 from environments import make_environment
 from environments.runtime import Runtime
 from foundation.errors import SandboxError
-from foundation.local import LocalProvider, LocalSandbox
+from foundation.local import MARKER, LocalProvider, LocalSandbox
 from foundation.sandbox import Sandbox
-from tasks import Task
+from tasks import Task, load_tasks
 
 IMAGE = "local/notes"
 SEED = {"notes/a.txt": "alpha\nbeta\n", "notes/b.txt": "gamma\n", "README": "three notes\n"}
@@ -43,8 +46,40 @@ async def test_a_local_lease_is_a_sandbox_and_starts_seeded():
     assert not root.exists()  # gone with the lease
     with pytest.raises(SandboxError):
         async with provider.lease(IMAGE) as sandbox:
-            await sandbox.python(["1"])
-    assert len(provider.broken) == 1  # a SandboxError inside marks it broken
+            raise SandboxError("the service died")
+    assert provider.broken == ["the service died"]  # a SandboxError inside marks it broken
+
+
+async def test_the_local_driver_keeps_a_shell_and_an_interpreter_and_leaves_nothing_behind():
+    provider = LocalProvider({IMAGE: SEED})
+    async with provider.lease(IMAGE) as sandbox:
+        assert (await sandbox.session("cd notes && export N=7")).cwd == "/notes"
+        assert (await sandbox.session("echo $N; ls")).output.split() == ["7", "a.txt", "b.txt"]
+        await sandbox.session("sleep 300 &")  # a background job of the persistent shell
+        run = await sandbox.python(["x = 6", "print(x * 7)"])
+        assert [r.output for r in run.results] == ["", "42"]
+        assert (await sandbox.python(["print(x)"])).results[0].output == "6"  # the state is kept
+        marker = f"{MARKER}={sandbox.root.name}".encode()
+    assert not [pid for pid in os.listdir("/proc") if pid.isdigit() and _marked(pid, marker)]
+
+
+def _marked(pid: str, marker: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as environ:
+            return marker in environ.read().split(b"\0")
+    except OSError:
+        return False
+
+
+async def test_the_python_environment_runs_on_a_local_sandbox():
+    task = load_tasks("starter-python")[0]
+    async with Runtime.local(LocalProvider()) as runtime:
+        async with make_environment("python", runtime) as env:
+            outcome = await get_strategy("try_again").run(env, task, OracleModel(), max_turns=3)
+            assert outcome.success, outcome
+            await env.reset(task)
+            reward, observation, _ = await env.harness_step("def wrong(*args):\n    return None")
+            assert reward < 1.0 and observation
 
 
 async def test_the_bash_reward_runs_on_a_local_sandbox(runtime):

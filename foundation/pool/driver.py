@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import aiodocker
 from aiodocker.containers import DockerContainer
@@ -67,11 +67,21 @@ class PythonRun:
     restarted: bool  # the interpreter was lost (timeout, exit) since the last call: this one is fresh
 
 
+class DriverStream(Protocol):
+    """What the client needs of the connection to its driver: an aiodocker exec stream, or pipes."""
+
+    async def write_in(self, data: bytes) -> None: ...
+
+    async def read_out(self) -> Any: ...  # an object with .stream (1 or 2) and .data, or None at the end
+
+    async def close(self) -> None: ...
+
+
 class DriverClient:
     """A started driver. Use `await DriverClient.start(container)`; `close()` ends it."""
 
-    def __init__(self, container: DockerContainer, stream: Stream, pid: int) -> None:
-        self.container_id: str = container.id
+    def __init__(self, container_id: str, stream: DriverStream, pid: int) -> None:
+        self.container_id = container_id
         self._stream = stream
         self.pid = pid
         self._buf = bytearray()
@@ -96,7 +106,7 @@ class DriverClient:
                 await stream._init()  # noqa: SLF001 — opening the upgraded connection is the readiness check
         except aiodocker.DockerError as exc:  # 4xx: the container is gone or not running
             raise ContainerDied(f"could not start the driver: {exc.message}", container_id=container.id) from exc
-        client = cls(container, stream, pid=0)
+        client = cls(container.id, stream, pid=0)
         try:
             hello = await asyncio.wait_for(client._read_frame(), HELLO_TIMEOUT)
         except TRANSPORT_ERRORS as exc:
@@ -116,6 +126,21 @@ class DriverClient:
             raise ImageError(stale_image(image or await _image_of(container), mismatch))
         client.pid = int(hello[protocol.PID])
         client.roots = list(hello.get(protocol.ROOTS, []))
+        return client
+
+    @classmethod
+    async def over(cls, stream: DriverStream, name: str) -> DriverClient:
+        """A driver reached another way than a container's exec (a local process: foundation/local.py)."""
+        client = cls(name, stream, pid=0)
+        try:
+            hello = await asyncio.wait_for(client._read_frame(), HELLO_TIMEOUT)
+        except BaseException:
+            await client.close()
+            raise
+        if (mismatch := version_mismatch(hello)) is not None:
+            await client.close()
+            raise DriverLost(f"the driver {mismatch}", container_id=name)
+        client.pid = int(hello[protocol.PID])
         return client
 
     async def request(self, op: str, *, wait: float | None = None, **fields: Any) -> dict[str, Any]:
