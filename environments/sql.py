@@ -17,6 +17,7 @@ import asyncio
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import aiomysql
@@ -131,6 +132,22 @@ class SqlSession:
             self.server.sessions.release()
 
 
+@dataclass(frozen=True)
+class SqlGold:
+    """The gold query's result as the reward mode compares it: its rows (None when it failed), its
+    error, whether the output was cut at the row cap, and whether it is ordered (ORDER BY)."""
+
+    rows: list[Any] | None
+    error: str | None
+    cut: bool
+    ordered: bool
+
+    @classmethod
+    def of(cls, value: dict[str, Any]) -> SqlGold:
+        """From the gold cache's JSON form."""
+        return cls(value["rows"], value["error"], bool(value["cut"]), bool(value["ordered"]))
+
+
 class SqlEnv(Environment):
     kind = "sql"
 
@@ -178,25 +195,25 @@ class SqlEnv(Environment):
     async def _score(self) -> tuple[float, dict[str, Any]]:
         assert self.task is not None
         gold = await self._gold(self.task)
-        if gold["ordered"]:
+        if gold.ordered:
             # MariaDB breaks ties in ORDER BY differently from one session to the next (even the
             # LIMIT 1 row of `ORDER BY count(*)`), so a cached result would often disagree with
             # the agent's run of the very same query. The original ran the gold in the agent's
             # session, right after the action: do that for ordered golds.
             assert self._session is not None
-            gold = self._as_gold(await self._session.run(self.task.gold_text), True)
+            gold = SqlGold.of(self._as_gold(await self._session.run(self.task.gold_text), True))
         agent = self._last.rows if self._last.ok else None
-        info: dict[str, Any] = {"corrupt_gold": gold["error"] is not None}
+        info: dict[str, Any] = {"corrupt_gold": gold.error is not None}
         if self.runtime.reward_mode == "strict":
-            if gold["error"] is not None:
+            if gold.error is not None:
                 return 0.0, info  # a gold that fails proves nothing
             agent_rows = strict_rows(agent) if agent is not None else None
-            return strict_reward(agent_rows, gold["rows"], ordered=gold["ordered"]), info
+            return strict_reward(agent_rows, gold.rows, ordered=gold.ordered), info
         # The original compared with an empty gold when the gold query failed.
-        gold_rows = gold["rows"] if gold["error"] is None else []
+        gold_rows = gold.rows if gold.error is None else []
         return original_reward(original_rows(agent) if agent is not None else None, gold_rows), info
 
-    async def _gold(self, task: Task) -> dict[str, Any]:
+    async def _gold(self, task: Task) -> SqlGold:
         """The gold result as the reward mode compares it, computed once per image and task."""
         server, mode = self._server, self.runtime.reward_mode
         assert server is not None
@@ -206,7 +223,7 @@ class SqlEnv(Environment):
                                  is_ordered(task.gold_text))
 
         digest = await self.runtime.image_digest(task.image)
-        return await self.runtime.gold.get(GoldKey(digest, task.fingerprint, mode), compute)
+        return SqlGold.of(await self.runtime.gold.get(GoldKey(digest, task.fingerprint, mode), compute))
 
     def _as_gold(self, outcome: QueryOutcome, ordered: bool) -> dict[str, Any]:
         """A gold outcome as JSON (the gold cache may store it): rows as the reward mode compares them."""
