@@ -21,6 +21,7 @@ import os
 import shlex
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -31,7 +32,7 @@ from pathlib import Path
 from foundation.errors import SandboxError
 from foundation.pool.config import ActionLimits
 from foundation.pool.driver import DriverClient, ExecResult, PythonRun
-from foundation.pool.sandbox import simplify_path
+from foundation.pool.sandbox import run_action
 from foundation.settings import PROJECT_ROOT
 
 MARKER = "INTERCODE_LOCAL_SANDBOX"  # in the environment of everything a local driver starts
@@ -71,15 +72,8 @@ class LocalSandbox:
 
     async def run(self, action: str, *, shell: str = "/bin/bash", timeout: float | None = None,
                   cap: int | None = None) -> ExecResult:
-        action = action.strip()
-        if action.startswith("cd"):
-            new_dir = simplify_path(self.cwd, action[2:].strip())
-            result = await self.exec([shell, "-c", "true"], cwd=new_dir, timeout=timeout, cap=cap) \
-                if self.path(new_dir).is_dir() else ExecResult(1, f"cd: {new_dir}: No such file or directory\n")
-            if result.ok:
-                self.cwd = new_dir
-            return result
-        return await self.exec([shell, "-c", action], timeout=timeout, cap=cap)
+        return await run_action(self, action, shell=shell, timeout=timeout, cap=cap,
+                                located=lambda directory: shlex.quote(str(self.path(directory))))
 
     async def session(self, action: str, *, timeout: float | None = None, cap: int | None = None) -> ExecResult:
         if not self._session_started:  # the driver's shell starts at the host's /: move it to the top here
@@ -110,7 +104,6 @@ class LocalProvider:
         self.seeds = {image: dict(files) for image, files in (seeds or {}).items()}
         self.limits = limits or ActionLimits()
         self.base = base
-        self.leases = 0
         self.broken: list[str] = []  # reasons given by leases that marked theirs broken
 
     @asynccontextmanager
@@ -120,7 +113,6 @@ class LocalProvider:
             await asyncio.to_thread(self._seed, root, self.seeds.get(image, {}))
             async with _local_driver(root) as driver:
                 sandbox = LocalSandbox(root, image, self.limits, driver)
-                self.leases += 1
                 try:
                     yield sandbox
                 except SandboxError as exc:
@@ -134,8 +126,6 @@ class LocalProvider:
 
     @staticmethod
     def _seed(root: Path, files: Mapping[str, str]) -> None:
-        import subprocess
-
         for name, text in files.items():
             path = root / name.lstrip("/")
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -89,8 +89,10 @@ def dataset_info(name: str) -> DatasetInfo:
 def load_tasks(name: str, data_dir: Path | None = None) -> list[Task]:
     """All tasks of a dataset, in their original order."""
     info = dataset_info(name)
-    if info.starter or Path(info.path).is_absolute():
-        path = STARTER_DIR / info.path  # an absolute path stays itself
+    if Path(info.path).is_absolute():  # a set registered with its own file
+        path = Path(info.path)
+    elif info.starter:
+        path = STARTER_DIR / info.path
     else:
         if data_dir is None:
             raise DataDirError(f"dataset {name} needs the benchmark data: {HOW_TO_FIX}")

@@ -16,7 +16,6 @@ from typing import Any, Protocol
 
 import aiodocker
 from aiodocker.containers import DockerContainer
-from aiodocker.stream import Stream
 
 from foundation.engine import TRANSPORT_ERRORS, describe, engine_call
 from foundation.errors import ContainerDied, DriverLost, ImageError, SandboxError

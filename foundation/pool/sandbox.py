@@ -3,7 +3,8 @@ It implements the Sandbox protocol (foundation/sandbox.py)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from foundation.errors import SandboxError
 from foundation.pool.config import ActionLimits
@@ -49,14 +50,7 @@ class ContainerSandbox:
 
     async def run(self, action: str, *, shell: str = "/bin/bash", timeout: float | None = None,
                   cap: int | None = None) -> ExecResult:
-        action = action.strip()
-        if action.startswith("cd"):
-            new_dir = simplify_path(self.cwd, action[2:].strip())
-            result = await self.exec([shell, "-c", f"cd {new_dir}"], cwd="/", timeout=timeout, cap=cap)
-            if result.ok:
-                self.cwd = new_dir
-            return result
-        return await self.exec([shell, "-c", action], timeout=timeout, cap=cap)
+        return await run_action(self, action, shell=shell, timeout=timeout, cap=cap)
 
     async def session(self, action: str, *, timeout: float | None = None, cap: int | None = None) -> ExecResult:
         result = await self._driver().session(action, timeout=timeout or self.limits.timeout,
@@ -78,6 +72,21 @@ class ContainerSandbox:
 
     def close(self) -> None:
         self._closed = True
+
+
+async def run_action(sandbox: Any, action: str, *, shell: str, timeout: float | None, cap: int | None,
+                     located: Callable[[str], str] = str) -> ExecResult:
+    """`Sandbox.run` for any sandbox: a fresh `shell -c` in its tracked `cwd`; a leading `cd`
+    resolves its directory textually, checks it with a shell's `cd` from the top (`located` gives
+    the directory's own path there) and moves `cwd` when that worked."""
+    action = action.strip()
+    if action.startswith("cd"):
+        new_dir = simplify_path(sandbox.cwd, action[2:].strip())
+        result = await sandbox.exec([shell, "-c", f"cd {located(new_dir)}"], cwd="/", timeout=timeout, cap=cap)
+        if result.ok:
+            sandbox.cwd = new_dir
+        return result
+    return await sandbox.exec([shell, "-c", action], timeout=timeout, cap=cap)
 
 
 def simplify_path(current: str, changed: str) -> str:
