@@ -16,11 +16,7 @@ import litellm  # noqa: E402
 
 # Its "Give Feedback / Get Help" banner goes to stdout on every error; our errors say enough.
 litellm.suppress_debug_info = True
-
-from . import _litellm_lean, _openai_fast  # noqa: E402
-
-_openai_fast.install()  # with the switch off, the SDK path skips its per-message type walk (see _openai_fast)
-# No success logging without callbacks, no re-pricing or re-lookup of unmapped models, no empty cookie jars.
-_litellm_lean.install()
+# Used through its public API only: nothing of litellm, openai or httpx is replaced (their per-call
+# work is spread over LLM worker processes instead: agents/llm/worker.py, `llm_workers`).
 
 __all__ = ["litellm"]

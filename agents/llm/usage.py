@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 import structlog
 
 from ._litellm import litellm
-from ._litellm_lean import map_version
 
 log = structlog.get_logger(__name__)
 
@@ -31,6 +30,11 @@ class Usage:
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+
+def map_version() -> tuple[int, int]:
+    """Changes whenever litellm's model map does (replaced, or changed through `register_model`)."""
+    return id(litellm.model_cost), litellm.utils.get_model_cost_mutation_generation()
 
 
 _UNPRICED: set[tuple[str, tuple[int, int]]] = set()  # (model, the map's version) litellm could not price
