@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 
 # Before the import, always: litellm otherwise downloads its price map at import time.
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
@@ -12,11 +13,16 @@ os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 # (docs/benchmarks.md). litellm reads the switch on every call; set it to False to get the SDK back.
 os.environ.setdefault("EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER", "True")
 
+# litellm's response types mark TypedDict items ReadOnly, which pydantic warns about (once, at the
+# first response it builds); nothing is wrong with the reply, and the warning would only alarm.
+warnings.filterwarnings("ignore", message=r"Item '\w+' on TypedDict class '\w+' is using the `ReadOnly` qualifier",
+                        category=UserWarning)
+
 import litellm  # noqa: E402
 
-# Its "Give Feedback / Get Help" banner goes to stdout on every error; our errors say enough.
-litellm.suppress_debug_info = True
-# Used through its public API only: nothing of litellm, openai or httpx is replaced (their per-call
-# work is spread over LLM worker processes instead: agents/llm/worker.py, `llm_workers`).
+# Used through its public API only: nothing of litellm, openai, httpx or asyncio is assigned to, not
+# even a setting (tests/test_no_patching.py); their per-call work is spread over LLM worker processes
+# instead (agents/llm/worker.py, `llm_workers`). litellm's "Give Feedback / Get Help" banner, which it
+# prints on a mapped error, is dropped from the workers' output (transport.LITELLM_BANNER).
 
 __all__ = ["litellm"]

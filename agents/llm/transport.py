@@ -17,6 +17,7 @@ import asyncio
 import itertools
 import os
 import pickle
+import re
 import sys
 import warnings
 from dataclasses import dataclass, field
@@ -39,6 +40,10 @@ log = structlog.get_logger(__name__)
 # started and holds nothing; Python's warning about it would only alarm the user.
 warnings.filterwarnings("ignore", message=r"coroutine '\w+\.a(?:sync_)?completion' was never awaited",
                         category=RuntimeWarning)
+
+# What litellm prints (to stdout, which a worker sends to stderr) around an error it maps: pointers
+# to its issue tracker and debug switch, not part of the error. The error itself reaches the caller.
+LITELLM_BANNER = re.compile(r"Give Feedback / Get Help: |LiteLLM\.Info: If you need to debug|Provider List: https://docs\.litellm")
 
 
 @dataclass(frozen=True)
@@ -174,7 +179,7 @@ class _Worker:
         assert process.stderr is not None
         async for line in process.stderr:
             text = line.decode(errors="replace").rstrip()
-            if text:
+            if text and not LITELLM_BANNER.search(text):
                 log.warning("llm_worker_stderr", worker=self.index, line=redact(text)[:500])
 
     async def close(self) -> None:
