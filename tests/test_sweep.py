@@ -8,6 +8,7 @@ import json
 import os
 import sqlite3
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -191,3 +192,23 @@ def test_a_full_disk_stops_with_one_line_and_keeps_what_was_committed(tmp_path, 
     finally:
         subprocess.run(["umount", str(disk)], check=True)
     assert our_containers() == []
+
+
+def _imported(args: list[str]) -> set[str]:
+    """The top-level packages a `python -m orchestrator` run imported (from -X importtime)."""
+    run = subprocess.run([sys.executable, "-X", "importtime", "-m", "orchestrator", *args, "--quiet"],
+                         capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return {line.rsplit("|", 1)[1].strip().split(".")[0] for line in run.stderr.splitlines()
+            if line.startswith("import time:") and "|" in line}
+
+
+def test_a_sweep_of_offline_models_never_imports_litellm(tmp_path):
+    oracle = sweep_file(tmp_path, '[[models]]\nname = "oracle"\n')
+    imported = _imported(["sweep", str(oracle)])
+    assert "orchestrator" in imported and "litellm" not in imported and "openai" not in imported
+    assert main(["export", str(tmp_path / "out"), "--format", "intercode", "--to", str(tmp_path / "x")]) == 0
+    (recorded,) = (tmp_path / "x").glob("*.json")
+    replay = sweep_file(tmp_path, f'[[models]]\nname = "replay:{recorded}"\n', name="r", output=str(tmp_path / "r"))
+    imported = _imported(["sweep", str(replay)])
+    assert "tasks" in imported and "litellm" not in imported and "openai" not in imported

@@ -14,12 +14,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-import httpx
-import openai
-
 from foundation.errors import OrchestratorError
-
-from ._litellm import litellm
 
 # Kinds a retry can cure; everything else (auth, bad_request, context_window, not_found, unknown) is fatal.
 RETRYABLE = frozenset({"rate_limit", "timeout", "connection", "server", "malformed"})
@@ -69,6 +64,12 @@ def _chain(exc: BaseException) -> list[BaseException]:
 
 
 def _kind(exc: BaseException) -> str:
+    # Imported here: litellm raised `exc`, so they are loaded; a sweep of offline models never is.
+    import httpx
+    import openai
+
+    from ._litellm import litellm
+
     chain = _chain(exc)
     if any(isinstance(e, json.JSONDecodeError) for e in chain):
         return "malformed"

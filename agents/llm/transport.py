@@ -23,12 +23,10 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import openai
 import structlog
 
 from icdriver.protocol import HEADER, framed
 
-from ._litellm import litellm
 from .errors import ModelError, classify, redact
 from .usage import price
 
@@ -86,6 +84,10 @@ class InProcessTransport:
         pass
 
     async def call(self, request: Request) -> Reply:
+        import openai  # here, not at the top: a sweep of offline models never loads litellm
+
+        from ._litellm import litellm
+
         try:
             response = await litellm.acompletion(
                 model=request.model, messages=request.messages, api_base=request.api_base, api_key=request.api_key,

@@ -10,8 +10,6 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from ._litellm import litellm
-
 log = structlog.get_logger(__name__)
 
 
@@ -34,6 +32,8 @@ class Usage:
 
 def map_version() -> tuple[int, int]:
     """Changes whenever litellm's model map does (replaced, or changed through `register_model`)."""
+    from ._litellm import litellm  # only priced calls load it: offline sweeps never do
+
     return id(litellm.model_cost), litellm.utils.get_model_cost_mutation_generation()
 
 
@@ -45,6 +45,8 @@ def price(model: str, prompt_tokens: int, completion_tokens: int) -> float | Non
     key = (model, map_version())
     if key in _UNPRICED:  # litellm's lookup of an unmapped model is slow: it builds an exception
         return None
+    from ._litellm import litellm
+
     try:
         prompt_cost, completion_cost = litellm.cost_per_token(
             model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
