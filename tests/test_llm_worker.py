@@ -56,9 +56,8 @@ async def test_a_worker_killed_mid_call_is_a_retried_connection_error() -> None:
         await transport.start()
         first = _pids(transport)[0]
         call = asyncio.create_task(client.complete(MODEL, USER))
-        while not transport._workers[0].pending:  # noqa: SLF001
+        while not server.arrived:  # at the provider, which answers after 1 s
             await asyncio.sleep(0.02)
-        await asyncio.sleep(0.3)  # at the provider, which answers after 1 s
         os.kill(first, signal.SIGKILL)
         result = await call
         second = _pids(transport)[0]

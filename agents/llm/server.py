@@ -90,6 +90,7 @@ class ScriptedLLMServer:
     def __init__(self, config: ServerConfig | None = None, *, port: int = 0, keep_requests: bool = True) -> None:
         self.config = config or ServerConfig()
         self.requests: list[SeenRequest] = []  # every request, unless keep_requests is False
+        self.arrived = 0  # requests that reached a handler, answered or not (yet)
         # A server nobody asks (standalone, a sweep's local model) keeps none: over a long run the
         # log would grow without bound, and with it the garbage collector's pauses.
         self._keep = keep_requests
@@ -121,6 +122,7 @@ class ScriptedLLMServer:
             self._runner = None
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
+        self.arrived += 1
         key = request.headers.get("Authorization", "").removeprefix("Bearer ").strip() or None
         try:
             body = await request.json()
