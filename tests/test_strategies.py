@@ -1,4 +1,5 @@
-"""The project's four fenced-code strategies with scripted models, on the starter tasks in real containers."""
+"""The project's four fenced-code strategies with scripted models on the starter tasks: Bash, Python
+and CTF on a Docker-free local sandbox (tests/local_starter.py), SQL in real containers (MariaDB)."""
 
 from __future__ import annotations
 
@@ -18,24 +19,30 @@ from agents.strategies.common import retry_message
 from environments import make_environment
 from environments.base import TaskUnavailable
 from environments.runtime import Runtime
-from tasks import Task, load_tasks
+from tasks import Task
 from tests.conftest import clean_runtime, require_image
+from tests.local_starter import local_runtime, starter
 
-pytestmark = pytest.mark.docker
-GREP = "```bash\ngrep -c ERROR /starter/logs/app.log\n```"  # the gold of starter-bash/0
+GREP = "```bash\ngrep -c ERROR starter/logs/app.log\n```"  # the gold of starter-bash/0, on a local sandbox
 GENRES = "```sql\nSELECT genre, COUNT(*) FROM books GROUP BY genre\n```"  # the gold of starter-sql/1
 
 
 @pytest.fixture(scope="module")
 async def runtime(docker: aiodocker.Docker) -> AsyncIterator[Runtime]:
-    for image in ("intercode/sql-starter", "intercode/python"):
-        await require_image(docker, image)
-    async with clean_runtime(docker, "intercode/starter") as runtime:
+    """Containers, for the SQL tasks."""
+    async with clean_runtime(docker, "intercode/sql-starter") as runtime:
+        yield runtime
+
+
+@pytest.fixture
+async def local() -> AsyncIterator[Runtime]:
+    """No Docker, for the Bash, Python and CTF tasks."""
+    async with local_runtime() as runtime:
         yield runtime
 
 
 def task(kind: str, index: int = 0) -> Task:
-    return load_tasks(f"starter-{kind}")[index]
+    return starter(kind, index)
 
 
 async def play(runtime: Runtime, strategy: str, task: Task, outputs: Sequence[str | BaseException],
@@ -50,12 +57,14 @@ def last_user(messages: list[Message]) -> str:
     return [m for m in messages if m["role"] == "user"][-1]["content"]
 
 
+@pytest.mark.docker
 async def test_single_turn_scores_its_one_action(runtime: Runtime) -> None:
     outcome, model = await play(runtime, "single_fenced", task("sql", 1), [GENRES, "never asked"])
     assert len(outcome.turns) == 1 and len(model.calls) == 1
     assert outcome.turns[0].reward == 1.0 and outcome.status == "solved" and outcome.success
 
 
+@pytest.mark.docker
 async def test_single_turn_without_code_runs_nothing(runtime: Runtime) -> None:
     outcome, _ = await play(runtime, "single_fenced", task("sql", 1), ["The genres are fiction and poetry."])
     (turn,) = outcome.turns
@@ -63,10 +72,10 @@ async def test_single_turn_without_code_runs_nothing(runtime: Runtime) -> None:
     assert turn.observation == retry_message("sql") and not outcome.success
 
 
-async def test_try_again_retries_without_code_and_stops_at_reward_one(runtime: Runtime) -> None:
-    outputs = ["I would count the errors.", "```bash\nls /starter/logs\n```", GREP, "```bash\necho never\n```"]
-    outcome, model = await play(runtime, "try_again_fenced", task("bash"), outputs)
-    assert [t.action for t in outcome.turns] == [None, "ls /starter/logs", GREP.split("\n")[1]]
+async def test_try_again_retries_without_code_and_stops_at_reward_one(local: Runtime) -> None:
+    outputs = ["I would count the errors.", "```bash\nls starter/logs\n```", GREP, "```bash\necho never\n```"]
+    outcome, model = await play(local, "try_again_fenced", task("bash"), outputs)
+    assert [t.action for t in outcome.turns] == [None, "ls starter/logs", GREP.split("\n")[1]]
     assert [t.executed for t in outcome.turns] == [False, True, True]
     assert outcome.turns[0].reward == 0.0 and outcome.turns[1].reward < 1.0 and outcome.turns[2].reward == 1.0
     assert outcome.turns[0].observation == retry_message("bash")
@@ -75,6 +84,7 @@ async def test_try_again_retries_without_code_and_stops_at_reward_one(runtime: R
     assert outcome.status == "solved" and len(model.calls) == 3
 
 
+@pytest.mark.docker
 async def test_try_again_runs_out_of_turns(runtime: Runtime) -> None:
     outputs = ["```sql\nSELECT title FROM books\n```"] * 4
     outcome, model = await play(runtime, "try_again_fenced", task("sql", 1), outputs, max_turns=3,
@@ -85,40 +95,41 @@ async def test_try_again_runs_out_of_turns(runtime: Runtime) -> None:
     assert len(model.calls[2]) == 4  # system, question, and the last turn only (dialogue_limit=1)
 
 
-async def test_try_again_python_autosubmits_a_def(runtime: Runtime) -> None:
+async def test_try_again_python_autosubmits_a_def(local: Runtime) -> None:
     wrong = "```python\ndef sum_even_squares(nums):\n    return -1\n```"
     right = "```python\ndef sum_even_squares(nums):\n    return sum(n * n for n in nums if n % 2 == 0)\n```"
-    outcome, _ = await play(runtime, "try_again_fenced", task("python"), ["```python\n1 + 1\n```", wrong, right])
+    outcome, _ = await play(local, "try_again_fenced", task("python"), ["```python\n1 + 1\n```", wrong, right])
     assert [t.reward for t in outcome.turns] == [0.0, 0.0, 1.0]
     assert outcome.turns[0].observation == "{'output': '2', 'error': ''}"
     assert outcome.status == "solved"
 
 
-async def test_try_again_ctf_goes_on_after_a_wrong_flag(runtime: Runtime) -> None:
+async def test_try_again_ctf_goes_on_after_a_wrong_flag(local: Runtime) -> None:
     ctf = task("ctf")
     outputs = ["```bash\nsubmit starter{wrong}\n```", f"```bash\nsubmit {ctf.gold_text}\n```"]
-    outcome, _ = await play(runtime, "try_again_fenced", ctf, outputs)
+    outcome, _ = await play(local, "try_again_fenced", ctf, outputs)
     assert [t.reward for t in outcome.turns] == [0.0, 1.0] and outcome.status == "solved"
 
 
-async def test_react_submits_and_scores_the_submission(runtime: Runtime) -> None:
-    outputs = ["Thought: where are the logs?\nAction: execute[ls /starter/logs]",
-               "Thought: count them\nAction: execute[grep -c ERROR /starter/logs/app.log]\nObservation: 3",
+async def test_react_submits_and_scores_the_submission(local: Runtime) -> None:
+    outputs = ["Thought: where are the logs?\nAction: execute[ls starter/logs]",
+               "Thought: count them\nAction: execute[grep -c ERROR starter/logs/app.log]\nObservation: 3",
                "Thought: the last output answers it\nAction: submit"]
-    outcome, model = await play(runtime, "react_fenced", task("bash"), outputs)
-    assert [t.action for t in outcome.turns] == ["ls /starter/logs", "grep -c ERROR /starter/logs/app.log", "submit"]
+    outcome, model = await play(local, "react_fenced", task("bash"), outputs)
+    assert [t.action for t in outcome.turns] == ["ls starter/logs", "grep -c ERROR starter/logs/app.log", "submit"]
     assert [t.reward for t in outcome.turns] == [0.0, 0.0, 1.0] and outcome.status == "solved"
     assert last_user(model.calls[1]).startswith("Observation: ")
 
 
-async def test_react_is_submitted_for_it_at_max_turns(runtime: Runtime) -> None:
-    outputs = ["Thought: hmm\nAction: ask someone", "Thought: look\nAction: execute[ls /starter]"]
-    outcome, _ = await play(runtime, "react_fenced", task("bash"), outputs, max_turns=2)
-    assert [t.action for t in outcome.turns] == [None, "ls /starter", "submit"]
+async def test_react_is_submitted_for_it_at_max_turns(local: Runtime) -> None:
+    outputs = ["Thought: hmm\nAction: ask someone", "Thought: look\nAction: execute[ls starter]"]
+    outcome, _ = await play(local, "react_fenced", task("bash"), outputs, max_turns=2)
+    assert [t.action for t in outcome.turns] == [None, "ls starter", "submit"]
     assert [t.executed for t in outcome.turns] == [False, True, True]
     assert outcome.status == "max_turns" and outcome.reward < 1.0
 
 
+@pytest.mark.docker
 async def test_plan_solve_runs_one_action_per_step(runtime: Runtime) -> None:
     outputs = ["1. Show the tables\n2. Count the books of each genre", "```sql\nSHOW TABLES\n```", GENRES]
     outcome, model = await play(runtime, "plan_solve_fenced", task("sql", 1), outputs)
@@ -128,6 +139,7 @@ async def test_plan_solve_runs_one_action_per_step(runtime: Runtime) -> None:
     assert outcome.status == "solved"
 
 
+@pytest.mark.docker
 async def test_plan_solve_refines_once(runtime: Runtime) -> None:
     outputs = ["1. Count the books", "```sql\nSELECT COUNT(*) FROM books\n```", "no code here", GENRES]
     outcome, _ = await play(runtime, "plan_solve_fenced", task("sql", 1), outputs, refine=True, refine_turns=2)
@@ -138,9 +150,9 @@ async def test_plan_solve_refines_once(runtime: Runtime) -> None:
 
 
 @pytest.mark.parametrize("strategy", ["single_fenced", "try_again_fenced", "react_fenced", "plan_solve_fenced"])
-async def test_model_error_fails_the_episode(runtime: Runtime, strategy: str) -> None:
+async def test_model_error_fails_the_episode(local: Runtime, strategy: str) -> None:
     error = ModelError("scripted", "rate limited for good", kind="rate_limit")
-    outcome, _ = await play(runtime, strategy, task("bash"), [error])
+    outcome, _ = await play(local, strategy, task("bash"), [error])
     assert outcome.status == "model_error" and "rate limited" in (outcome.error or "")
     assert outcome.turns == [] and not outcome.success
 
@@ -155,13 +167,13 @@ class ClientModel:
         return (await self.client.complete(self.name, messages)).text
 
 
-async def test_try_again_with_llm_client_and_scripted_server(runtime: Runtime) -> None:
+async def test_try_again_with_llm_client_and_scripted_server(local: Runtime) -> None:
     config = ServerConfig(rules=[Rule(pattern="Reward", answer=GREP)],
-                          default_answer="Let me see.\n```bash\nls /starter/logs\n```")
+                          default_answer="Let me see.\n```bash\nls starter/logs\n```")
     name = "openai/scripted-agent"
     async with ScriptedLLMServer(config) as server:
         client = LLMClient([ModelSpec(name=name, api_base=f"{server.base_url}/v1", api_key="sk-test-0000", timeout=10)])
-        async with make_environment("bash", runtime) as env:
+        async with make_environment("bash", local) as env:
             outcome = await get_strategy("try_again_fenced").run(env, task("bash"), ClientModel(client, name), max_turns=4)
         bodies = [r.body for r in server.requests if r.body]
     assert [t.reward for t in outcome.turns][-1] == 1.0 and len(outcome.turns) == 2
@@ -198,18 +210,18 @@ class _Watching:
 
 
 @pytest.mark.parametrize("strategy", ["single_fenced", "try_again_fenced", "react_fenced", "plan_solve_fenced"])
-async def test_the_first_answer_is_asked_for_while_the_environment_resets(runtime: Runtime, strategy: str) -> None:
-    answer = "Action: execute[grep -c ERROR /starter/logs/app.log]" if strategy == "react_fenced" else GREP
-    async with make_environment("bash", runtime) as env:
+async def test_the_first_answer_is_asked_for_while_the_environment_resets(local: Runtime, strategy: str) -> None:
+    answer = "Action: execute[grep -c ERROR starter/logs/app.log]" if strategy == "react_fenced" else GREP
+    async with make_environment("bash", local) as env:
         model = _Watching(env, [answer] * 4, delay=0.05)
         outcome = await get_strategy(strategy).run(env, task("bash"), model, max_turns=3)
     assert model.reset_done[0] is False and all(model.reset_done[1:])  # the first call did not wait
     assert outcome.turns[0].executed and outcome.turns[0].observation.strip() == "2"  # it waited for the reset
 
 
-async def test_a_failed_reset_cancels_the_first_call_and_raises_its_error(runtime: Runtime) -> None:
+async def test_a_failed_reset_cancels_the_first_call_and_raises_its_error(local: Runtime) -> None:
     broken = replace(task("bash"), meta={"unavailable": "its set-up downloads from the internet"})
-    async with make_environment("bash", runtime) as env:
+    async with make_environment("bash", local) as env:
         model = _Watching(env, [GREP], delay=30)
         with pytest.raises(TaskUnavailable, match="downloads from the internet"):
             await asyncio.wait_for(get_strategy("try_again_fenced").run(env, broken, model, max_turns=3), 10)
