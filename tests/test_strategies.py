@@ -20,7 +20,7 @@ from environments import make_environment
 from environments.base import TaskUnavailable
 from environments.runtime import Runtime
 from tasks import Task
-from tests.conftest import clean_runtime, require_image
+from tests.conftest import clean_runtime
 from tests.local_starter import local_runtime, starter
 
 GREP = "```bash\ngrep -c ERROR starter/logs/app.log\n```"  # the gold of starter-bash/0, on a local sandbox
