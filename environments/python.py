@@ -27,6 +27,7 @@ from environments.paper_parsing import python_action
 from environments.rewards.python import (
     CODES_BEFORE_TESTS,
     MbppCheck,
+    PythonGold,
     Result,
     by_test,
     failed_test,
@@ -155,7 +156,7 @@ class PythonEnv(Environment):
             return 0.0, {"submitted_function": name, "reward": 0.0, "reason": reason}
         run = await self._python(check.pred_codes(name))
         pred = by_test(check.tests, [original_result(r) for r in run.results[CODES_BEFORE_TESTS:]])
-        gold = by_test(check.tests, await self.gold())
+        gold = (await self.gold()).by_test(check.tests)
         if not self.strict:
             reward = original_reward(pred, gold)
         elif run.results[0].raised:  # the name is not defined: the original ran the tests anyway
@@ -176,7 +177,7 @@ class PythonEnv(Environment):
             return f"{name!r} is not a function name"
         return ""
 
-    async def gold(self) -> list[Result]:
+    async def gold(self) -> PythonGold:
         """The gold's result per test (in the tests' order), once per image, task and mode."""
         assert self.task is not None and self._check is not None
         task, check = self.task, self._check
@@ -186,7 +187,7 @@ class PythonEnv(Environment):
             run = await self._python(check.gold_codes(), name="gold", fresh=True, close=True, timeout=GOLD_TIMEOUT)
             return [original_result(r) for r in run.results[CODES_BEFORE_TESTS:]]
 
-        return await self.runtime.gold.get(key, compute)
+        return PythonGold.of(await self.runtime.gold.get(key, compute))
 
     # ---------------------------------------------------------------- the harness rule
 

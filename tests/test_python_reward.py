@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from environments.python import defined_functions, wrap_strict, wrap_with_print
 from environments.rewards.python import (
     MbppCheck,
+    PythonGold,
     by_test,
     failed_test,
     original_gold_name,
@@ -129,3 +132,10 @@ def test_no_tests_scores_zero() -> None:
 def test_failed_test_is_any_error_text() -> None:
     assert failed_test(ASSERT_FAILED) and failed_test({"output": "", "error": "a warning on stderr"})
     assert not failed_test(PASS)
+
+
+def test_the_gold_reads_back_from_the_caches_json_form() -> None:
+    results = [{"output": "1", "error": ""}, {"error": "Error: boom"}]
+    gold = PythonGold.of(json.loads(json.dumps(results)))
+    assert gold.results == tuple(results) and gold.by_test(["t1", "t2"]) == {"t1": results[0], "t2": results[1]}
+    assert gold.by_test(["t", "t"]) == {"t": results[1]}  # a repeated test keeps its last result, as the original

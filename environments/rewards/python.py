@@ -58,6 +58,21 @@ class MbppCheck:
         return [first, second, *self.tests]
 
 
+@dataclass(frozen=True, slots=True)
+class PythonGold:
+    """The gold's result per test, in the tests' order (what the gold cache keeps, as JSON lists)."""
+
+    results: tuple[Result, ...]
+
+    @classmethod
+    def of(cls, value: Sequence[Mapping[str, str]]) -> PythonGold:
+        """From the gold cache's JSON form (a list of result dicts)."""
+        return cls(tuple(dict(result) for result in value))
+
+    def by_test(self, tests: Sequence[str]) -> dict[str, Result]:
+        return by_test(tests, self.results)
+
+
 def original_gold_name(gold: str) -> str | None:
     """The first `def name(` of the gold: a helper defined first wins, `def name (` is skipped."""
     match = ORIGINAL_GOLD_NAME.search(gold)
