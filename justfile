@@ -53,3 +53,8 @@ bench-sweep: (images "nl2bash-fs1" "nl2bash-fs2" "nl2bash-fs3" "nl2bash-fs4" "sq
 # Differential harness: the original InterCode harness (built from ../shared/intercode-original) and ours driven with the same actions; per-turn agreement (not part of `test`). E.g. ./dev differential --env bash --limit 5
 differential *ARGS: engine
     {{python}} -m benchmarks.differential --data-dir {{data_dir}} {{ARGS}}
+
+# Refresh requirements.lock (with every file's hash) from pyproject.toml; indirect dependencies stay at their versions unless ./dev lock --upgrade
+lock *ARGS:
+    .venv/bin/uv pip compile pyproject.toml --extra dev --generate-hashes --python-version 3.11 --python-platform x86_64-manylinux_2_28 --default-index "${PIP_INDEX_URL:-https://pypi.org/simple}" --custom-compile-command "./dev lock" --quiet --output-file requirements.lock {{ARGS}}
+    {{python}} scripts/check_lock.py
