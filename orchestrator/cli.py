@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "orchestrator.store.cli",
     "orchestrator.report.cli",
     "orchestrator.nightly.cli",
+    "orchestrator.view.cli",
 )
 
 

@@ -1,0 +1,36 @@
+"""`python -m orchestrator view OUTDIR [OUTDIR...] [--port N]`: browse sweeps' results in a local web app."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from orchestrator.cli import handler_of
+from orchestrator.view.app import serving
+from orchestrator.view.source import Source
+
+DEFAULT_PORT = 8770
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "view", help="browse sweeps' results in a local web app (live while a sweep writes)",
+        description="Serve a read-only web app over each OUTDIR's results.db: the report's cells and plots, "
+                    "episode lists with filters, every episode turn by turn, two runs side by side.")
+    parser.add_argument("outdirs", type=Path, nargs="+", metavar="OUTDIR", help="a sweep's output directory")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0: any free one)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    parser.set_defaults(**handler_of(run))
+
+
+async def run(args: argparse.Namespace) -> int:
+    sources = [await asyncio.to_thread(Source.open, i, outdir) for i, outdir in enumerate(args.outdirs)]
+    async with serving(sources, args.host, args.port) as base:
+        print(f"viewing {len(sources)} store{'s' if len(sources) > 1 else ''} at {base}/ (Ctrl-C stops)", flush=True)
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:  # Ctrl-C or SIGTERM: the viewer wrote nothing, so stopping is the whole job
+            print("viewer stopped", flush=True)
+    return 0
