@@ -7,6 +7,7 @@ URL parameter is a 400 page of one line; a locked store a 503 of one line.
 
 from __future__ import annotations
 
+import errno
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -54,7 +55,9 @@ async def serving(sources: list[Source], host: str, port: int) -> AsyncIterator[
         try:
             await site.start()
         except OSError as exc:
-            raise ConfigError(f"cannot serve on {host}:{port} ({exc.strerror or exc}): choose another with --port") from None
+            if exc.errno == errno.EADDRINUSE:
+                raise ConfigError(f"port {port} on {host} is in use: choose another with --port (0: any free port)") from None
+            raise ConfigError(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from None
         bound = runner.addresses[0][1]
         yield f"http://{host}:{bound}"
     finally:

@@ -1,0 +1,280 @@
+"""`view OUTDIR...` over HTTP: aiohttp's client against the real app, on stores of real sweeps.
+
+Two small sweeps (the oracle and a simulated LLM that knows half the tasks, over the starter Bash
+and Python sets; the second with another seed) give the stores; episodes written through the
+store's own writer give the escaping and live cases. Bad inputs go through the command itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import re
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, closing
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from foundation.errors import ConfigError
+from foundation.settings import PROJECT_ROOT
+from orchestrator.cli import main
+from orchestrator.report.data import load_results
+from orchestrator.report.view import build_view, ci_text
+from orchestrator.store import EpisodeKey, EpisodeRecord, LLMCall, Store, TurnRecord
+from orchestrator.view.app import serving
+from orchestrator.view.queries import PAGE_SIZE
+from orchestrator.view.source import Source
+
+SWEEP = """name = "view-test"
+strategies = ["single", "try_again"]
+max_turns = 2
+concurrency = 8
+[[models]]
+name = "oracle"
+[[models]]
+name = "openai/local-sim"
+local = {{ latency = 0.05, solve_rate = 0.5, seed = {seed} }}
+[[tasks]]
+dataset = "starter-bash"
+[[tasks]]
+dataset = "starter-python"
+"""
+EPISODES = 2 * 2 * 10  # models × strategies × (5 Bash + 5 Python tasks)
+
+
+def run_sweep(root: Path, name: str, seed: int) -> Path:
+    path, out = root / f"{name}.toml", root / name
+    path.write_text(SWEEP.format(seed=seed))
+    assert main(["sweep", str(path), "--output", str(out), "--quiet"]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def sweeps(tmp_path_factory) -> tuple[Path, Path]:
+    """Two real sweeps of the same file that differ only in the simulated model's seed."""
+    root = tmp_path_factory.mktemp("view")
+    return run_sweep(root, "a", 3), run_sweep(root, "b", 4)
+
+
+@asynccontextmanager
+async def viewer(*outdirs: Path) -> AsyncIterator[tuple[str, aiohttp.ClientSession]]:
+    """The real app on a free port of 127.0.0.1, and a client session."""
+    sources = [Source.open(i, outdir) for i, outdir in enumerate(outdirs)]
+    async with serving(sources, "127.0.0.1", 0) as base, aiohttp.ClientSession(base) as client:
+        yield base, client
+
+
+async def get(client: aiohttp.ClientSession, path: str, status: int = 200, **headers: str) -> str:
+    async with client.get(path, headers=headers, allow_redirects=False) as response:
+        text = await response.text()
+        assert response.status == status, text[:500]
+        return text
+
+
+def rows(outdir: Path, sql: str, args: tuple = ()) -> list[tuple]:
+    with closing(sqlite3.connect(outdir / "results.db")) as db:
+        return db.execute(sql, args).fetchall()
+
+
+def column(page: str, table_id: str, index: int) -> list[str]:
+    """The text of column `index` of every body row of the table `table_id`."""
+    body = page.split(f'<table id="{table_id}">', 1)[1].split("</tbody>", 1)[0].split("<tbody>", 1)[1]
+    cells = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in re.findall(r"<tr>(.*?)</tr>", body)]
+    return [html.unescape(re.sub(r"<[^>]+>", "", c[index])) for c in cells]
+
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+
+async def test_the_overview_shows_the_reports_cells_intervals_and_plots(sweeps):
+    a, _ = sweeps
+    view = build_view(load_results(a))
+    async with viewer(a) as (_, client):
+        assert (await get(client, "/", 302)) is not None
+        page = await get(client, "/s/0")
+    assert f'<span id="episode-count">{EPISODES}</span>' in page
+    assert column(page, "cells", 5) == [ci_text(s) for s in view.summaries]  # the report's own intervals
+    assert column(page, "progress", 3) == [str(s.episodes) for s in view.summaries]
+    assert page.count("<svg") == len(view.curves) + len({s.model for s in view.summaries})
+    assert 'id="live"' in page and "http" not in page.split("<body>")[1].replace("http://www.w3.org/2000/svg", "")
+
+
+async def test_lists_filter_sort_and_page_without_reading_the_whole_store(sweeps):
+    a, _ = sweeps
+    async with viewer(a) as (_, client):
+        unsolved = await get(client, "/s/0/episodes?model=openai/local-sim&success=no&sort=reward")
+        expected = rows(a, "SELECT count(*) FROM episodes WHERE model = 'openai/local-sim' AND success = 0")[0][0]
+        assert 0 < expected < EPISODES // 2
+        assert f'<span id="match-count">{expected}</span>' in unsolved
+        rewards = [float(r) for r in column(unsolved, "episodes", 6)]
+        assert rewards == sorted(rewards, reverse=True) and max(rewards) < 1
+        python = await get(client, "/s/0/episodes?text=starter-python/&status=solved&min_reward=1")
+        assert set(column(python, "episodes", 4)) == {"solved"}
+        assert all(t.startswith("starter-python/") for t in column(python, "episodes", 1))
+        words = await get(client, "/s/0/episodes?text=palindrome")  # text in the task's query
+        assert len(column(words, "episodes", 0)) == 4 and set(column(words, "episodes", 1)) == {"starter-python/1"}
+        first = await get(client, "/s/0/episodes?sort=oldest")
+        assert len(column(first, "episodes", 0)) == min(PAGE_SIZE, EPISODES) and "page 1 of 1" in first
+        beyond = await get(client, "/s/0/episodes?page=9")
+        assert column(beyond, "episodes", 0) == [] and "page 9 of 1" in beyond
+        for query, message in [("status=won", "unknown status 'won'"), ("min_reward=high", "min_reward must be a number"),
+                               ("sort=random", "unknown sort 'random'"), ("page=0", "page must be a whole number")]:
+            error = await get(client, f"/s/0/episodes?{query}", 400)
+            assert message in html.unescape(error) and error.count('class="bad"') == 1
+        await get(client, "/s/0/episodes/999999", 404)
+        await get(client, "/s/5", 404)
+
+
+async def test_an_episode_shows_task_gold_turns_calls_and_lineage(sweeps):
+    a, _ = sweeps
+    (episode_id, query, gold, digest), = rows(a, "SELECT id, query, gold, image_digest FROM episodes WHERE model = "
+                                                 "'openai/local-sim' AND strategy = 'try_again' AND success = 0 LIMIT 1")
+    turns = rows(a, "SELECT output, observation, reward FROM turns WHERE episode_id = ? ORDER BY idx", (episode_id,))
+    calls = rows(a, "SELECT prompt_tokens, served_model FROM llm_calls WHERE episode_id = ? ORDER BY idx", (episode_id,))
+    async with viewer(a) as (_, client):
+        page = await get(client, f"/s/0/episodes/{episode_id}")
+    assert html.escape(query) in page and html.escape(gold) in page
+    assert page.count('<section class="turn"') == len(turns) > 0
+    for output, observation, reward in turns:
+        assert html.escape(output) in page and html.escape(observation) in page
+        assert f"reward after it: {reward:.3f}" in page
+    assert column(page, "calls", 3) == [f"{p:,}" for p, _ in calls] and column(page, "calls", 2)[0] == calls[0][1]
+    assert digest.startswith("sha256:") and digest in page and "local-sim" in column(page, "lineage", 1)
+    host = rows(a, "SELECT host FROM runs")[0][0]
+    assert host in column(page, "lineage", 1)
+
+
+async def test_two_runs_side_by_side_list_flipped_tasks_first(sweeps):
+    a, b = sweeps
+    with closing(sqlite3.connect(a / "results.db")) as db:
+        db.execute("ATTACH DATABASE ? AS b", (str(b / "results.db"),))
+        flipped = db.execute("SELECT count(*) FROM episodes x JOIN b.episodes y USING (model, strategy, task_set, "
+                             "task_id, epoch) WHERE x.success != y.success").fetchone()[0]
+    assert flipped > 0
+    async with viewer(a, b) as (_, client):
+        index = await get(client, "/")
+        assert 'href="/compare?a=0&amp;b=1"' in index
+        page = await get(client, "/compare?a=0&b=1")
+        changes = column(page, "pairs", 0)
+        assert changes[:flipped] == sorted(changes[:flipped]) and set(changes[:flipped]) <= {"broken", "fixed"}
+        assert set(changes[flipped:]) == {"same"} and f'<span id="flipped-count">{flipped}</span>' in page
+        assert len(column(page, "verdicts", 0)) == 8
+        only = await get(client, "/compare?a=0&b=1&flipped=1")
+        assert set(column(only, "pairs", 0)) <= {"broken", "fixed"} and len(column(only, "pairs", 0)) == flipped
+        link = re.search(r'href="(/compare/pair\?[^"]+)"', page).group(1)
+        pair = await get(client, html.unescape(link))
+        assert 'id="side-a"' in pair and 'id="side-b"' in pair and pair.count('<section class="turn"') >= 2
+    async with viewer(a) as (_, client):
+        assert "needs two stores" in await get(client, "/compare", 400)
+
+
+def record(task: int, output: str, rewards: list[float], *, status: str = "max_turns",
+           failure: str | None = None, error: str | None = None) -> EpisodeRecord:
+    """An episode as the sweep stores it, with one turn per reward and one priced call per turn."""
+    now = time.time()
+    turns = [TurnRecord(f"{output} (turn {i + 1})", f"echo {i}", f"observation {i}\n" * 3, r, True)
+             for i, r in enumerate(rewards)]
+    calls = [LLMCall("demo-model", "demo-model-0613", 120, 30, 0.25, 1, 0.0004) for _ in rewards]
+    return EpisodeRecord(EpisodeKey("demo-model", "try_again", "starter-bash", f"starter-bash/{task}", 0), "bash",
+                         "starter-bash", task, f"query of task {task} <i>", "gold <b>answer</b>", "intercode/starter",
+                         len(rewards), now - 1, now, status, failure, error, 1, "sha256:" + "ab" * 32, turns, calls)
+
+
+@asynccontextmanager
+async def writer(outdir: Path) -> AsyncIterator[tuple[Store, int]]:
+    """The sweep's own store writer, open on `outdir`, with a run started."""
+    async with Store.open(outdir, sweep="written", identity="written-id") as store:
+        run = await store.start_run(sweep="written", identity="written-id", sweep_hash="0" * 64, git_sha=None,
+                                    config_json="{}")
+        yield store, run
+
+
+async def test_stored_text_is_escaped_and_new_episodes_show_while_the_writer_is_open(tmp_path):
+    out = tmp_path / "live"
+    async with writer(out) as (store, run):
+        await store.add_episode(run, "written", record(0, "<script>alert('x')</script>", [0.0, 0.5],
+                                                       status="model_error", failure="model", error="<err> gave up"))
+        async with viewer(out) as (_, client):
+            token = (await (await client.get("/s/0/token")).json())["token"]
+            page = await get(client, "/s/0/episodes/1")
+            assert "<script>alert" not in page and "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page
+            assert "&lt;err&gt; gave up" in page and "gold &lt;b&gt;answer&lt;/b&gt;" in page
+            await store.add_episode(run, "written", record(1, "ok", [1.0], status="solved"))
+            assert (await (await client.get("/s/0/token")).json())["token"] != token
+            fragment = await get(client, "/s/0", **{"X-Fragment": "1"})
+            assert fragment.lstrip().startswith("<h1>") and '<span id="episode-count">2</span>' in fragment
+            listed = await get(client, "/s/0/episodes", **{"X-Fragment": "1"})
+            assert column(listed, "episodes", 1) == ["starter-bash/1", "starter-bash/0"]  # newest first
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+async def test_the_viewer_never_writes(sweeps):
+    a, b = sweeps
+    before = {p: sha256(p / "results.db") for p in (a, b)}
+    async with viewer(a, b) as (_, client):
+        for path in ("/", "/s/0", "/s/1/episodes?sort=reward", "/s/0/episodes/1", "/compare?a=0&b=1",
+                     "/compare/pair?a=0&b=1&ea=1&eb=1"):
+            await get(client, path)
+    with pytest.raises(ConfigError, match="cannot be read"):
+        await Source.open(0, a).call(lambda db: db.execute("DELETE FROM episodes"))
+    assert {p: sha256(p / "results.db") for p in (a, b)} == before
+
+
+def one_error_line(capsys) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    return err[0]
+
+
+def test_bad_inputs_are_one_line_and_exit_2(sweeps, tmp_path, capsys):
+    a, _ = sweeps
+    (tmp_path / "empty").mkdir()
+    assert main(["view", str(tmp_path / "empty")]) == 2
+    assert "has no results.db" in one_error_line(capsys)
+    newer = tmp_path / "newer"
+    newer.mkdir()
+    with closing(sqlite3.connect(newer / "results.db")) as db:
+        db.executescript((PROJECT_ROOT / "orchestrator" / "store" / "schema.sql").read_text())
+        db.execute("INSERT INTO meta VALUES ('schema_version', '2')")
+        db.commit()
+    assert main(["view", str(newer)]) == 2
+    assert "has schema version 2, newer than this viewer reads (1)" in one_error_line(capsys)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["view", str(a), "--port", str(port)]) == 2
+        assert f"port {port} on 127.0.0.1 is in use" in one_error_line(capsys)
+    with closing(sqlite3.connect(a / "results.db", isolation_level=None)) as holder:
+        holder.execute("PRAGMA locking_mode = EXCLUSIVE")
+        holder.execute("BEGIN EXCLUSIVE")
+        holder.execute("UPDATE meta SET value = value")
+        assert main(["view", str(a)]) == 2
+        assert "is locked by another process" in one_error_line(capsys)
+        holder.execute("ROLLBACK")
+
+
+def test_the_command_serves_until_stopped(sweeps):
+    a, _ = sweeps
+    process = subprocess.Popen([sys.executable, "-m", "orchestrator", "view", str(a), "--port", "0"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=PROJECT_ROOT)
+    try:
+        line = process.stdout.readline()
+        base = re.search(r"at (http://127\.0\.0\.1:\d+)/", line).group(1)
+        with urllib.request.urlopen(base + "/s/0") as response:
+            assert response.status == 200 and b'id="episode-count"' in response.read()
+    finally:
+        process.terminate()
+        out, err = process.communicate(timeout=10)
+    assert process.returncode == 0 and "viewer stopped" in out and err == ""
