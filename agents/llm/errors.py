@@ -16,9 +16,12 @@ from typing import Any
 
 from foundation.errors import OrchestratorError
 
-# Kinds a retry can cure; everything else (auth, bad_request, context_window, not_found, unknown) is fatal.
-RETRYABLE = frozenset({"rate_limit", "timeout", "connection", "server", "malformed"})
-_PREFIXES = re.compile(r"^(?:(?:litellm\.)?\w+(?:Error|Timeout): |\w+Exception - )*")
+# Kinds a retry can cure; everything else (auth, bad_request, context_window, not_found, setup, unknown) is fatal.
+# "overloaded" (Anthropic's 529) is the provider short of capacity, not failing: kept apart from
+# "server" so a sweep's failures say which it was (the cure is fewer calls at once, not a bug report).
+RETRYABLE = frozenset({"rate_limit", "timeout", "connection", "server", "overloaded", "malformed"})
+_PREFIXES = re.compile(r"^(?:(?:litellm\.)?\w+(?:Error|Timeout): |\w+(?:Exception|Error) - )*")
+_OVERLOADED = 529  # Anthropic's status for "overloaded_error"
 _BODY_ECHO = re.compile(r",? Original Response: .*", re.DOTALL)
 _KEY_PATTERN = re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}")  # OpenAI-style keys, even ones we were not given
 
@@ -77,7 +80,9 @@ def _kind(exc: BaseException) -> str:
     if any(isinstance(e, (openai.APITimeoutError, httpx.TimeoutException)) for e in chain):
         return "timeout"
     if any(isinstance(e, (openai.APIConnectionError, httpx.TransportError)) for e in chain):
-        return "connection"
+        # litellm calls any exception it does not know a connection error, an optional package it
+        # imports per call (its MCP gateway's, for any call with `tools`) missing too: no retry installs it.
+        return "setup" if any(isinstance(e, ImportError) for e in chain) else "connection"
     table: list[tuple[type[BaseException], str]] = [
         (litellm.ContextWindowExceededError, "context_window"),
         (openai.AuthenticationError, "auth"), (openai.PermissionDeniedError, "auth"),
@@ -87,8 +92,19 @@ def _kind(exc: BaseException) -> str:
     for cls, kind in table:
         if isinstance(exc, cls):
             return kind
+    if _status(exc) == _OVERLOADED or "overloaded_error" in str(exc):
+        return "overloaded"
     status = getattr(exc, "status_code", None)
     return "server" if isinstance(status, int) and status >= 500 else "unknown"
+
+
+def _status(exc: BaseException) -> int | None:
+    """The provider's HTTP status. litellm raises Anthropic's 529 as a 500 (InternalServerError);
+    the 529 stays on the exception it wraps."""
+    statuses = [getattr(e, "status_code", None) for e in _chain(exc)]
+    if _OVERLOADED in statuses:
+        return _OVERLOADED
+    return statuses[0] if isinstance(statuses[0], int) else None
 
 
 def retry_after(exc: BaseException) -> float | None:
@@ -113,14 +129,16 @@ def retry_after(exc: BaseException) -> float | None:
 
 
 def _provider_message(text: str) -> str:
-    """The message of an OpenAI-style error body (`{"error": {"message": ...}}`), else `text` itself.
+    """The message of a provider's error body, else `text` itself: OpenAI's `{"error": {"message": ...}}`
+    or Anthropic's `{"type": "error", "error": {"type": ..., "message": ...}}`.
 
-    The openai SDK extracts it; litellm's own HTTP handler passes the body on whole.
+    The openai SDK extracts it; litellm's own HTTP handler passes the body on whole, and for some
+    statuses with advice of its own after it ("... Handle with `litellm.InternalServerError`.").
     """
     if not text.startswith("{"):
         return text
     try:
-        body = json.loads(text)
+        body, _ = json.JSONDecoder().raw_decode(text)
     except ValueError:
         return text
     error = body.get("error", body) if isinstance(body, dict) else None
@@ -136,6 +154,4 @@ def classify(exc: BaseException, model: str, secrets: Iterable[str] = ()) -> Mod
     message = f"{type(exc).__name__}: {_provider_message(_PREFIXES.sub('', str(getattr(exc, 'message', None) or exc)))}"
     if kind == "malformed":  # litellm's handler appends the whole body; the parser's complaint is enough
         message = f"malformed response body from the provider ({_BODY_ECHO.sub('', message)})"
-    status = getattr(exc, "status_code", None)
-    return ModelError(model, redact(message, secrets), kind=kind, status=status if isinstance(status, int) else None,
-                      retry_after=retry_after(exc))
+    return ModelError(model, redact(message, secrets), kind=kind, status=_status(exc), retry_after=retry_after(exc))

@@ -1,14 +1,15 @@
-"""A scripted, OpenAI-compatible chat-completions server for tests and benchmarks.
+"""A scripted LLM provider for tests and benchmarks: OpenAI's chat completions and Anthropic's Messages API.
 
 It plays the provider: a fixed latency, an enforced requests-per-minute limit (429 + Retry-After),
-failures scripted per request or per API key, and answers chosen by regex on the last user
-message. It records every request it saw so tests can assert on what the client really sent.
-Only ever binds 127.0.0.1.
+failures scripted per request or per API key, and answers (text, tool calls) chosen by regex on the
+last user message. It records every request it saw so tests can assert on what the client really
+sent. Only ever binds 127.0.0.1.
 
     async with ScriptedLLMServer(ServerConfig(rules=[Rule(pattern="ls", answer="ls -la")])) as server:
-        ...  # litellm model "openai/<any>", api_base=f"{server.base_url}/v1"
+        ...  # litellm "openai/<any>" with api_base=f"{server.base_url}/v1",
+             # or "anthropic/<any>" with api_base=server.base_url (litellm appends /v1/messages)
 
-Standalone: `python -m agents.llm.server --port 8123 --rpm 120 --latency 0.2`.
+Standalone: `python -m agents.llm.server --port 8123 --rpm 120 --latency 0.2` (both formats).
 """
 
 from __future__ import annotations
@@ -16,13 +17,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import functools
 import itertools
 import json
 import math
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from aiohttp import web
 from pydantic import BaseModel, Field
@@ -30,15 +33,28 @@ from pydantic import BaseModel, Field
 HOST = "127.0.0.1"
 
 
+class ScriptedToolCall(BaseModel):
+    """A tool call the server answers with. `arguments` is the raw JSON text: the OpenAI format
+    sends it as it is (so a test can script invalid JSON); the Anthropic format sends it parsed as
+    the block's `input`, and text that is not a JSON object as `{"_raw": arguments}`."""
+
+    name: str
+    arguments: str
+
+
 class Rule(BaseModel):
-    """Answer `answer` when `pattern` (re.search) matches the last user message."""
+    """Answer `answer`, and call `tool_calls`, when `pattern` (re.search) matches the last user message."""
 
     pattern: str
-    answer: str
+    answer: str = ""
+    tool_calls: list[ScriptedToolCall] = Field(default_factory=list)
 
 
 class Failure(BaseModel):
-    """One scripted failure, consumed by the next request that reaches the server."""
+    """One scripted failure, consumed by the next request that reaches the server.
+
+    On /v1/messages the body is Anthropic's, its error type following the status (529: overloaded_error).
+    """
 
     kind: Literal["status", "malformed"] = "status"
     status: int = Field(500, description="HTTP status for kind='status'")
@@ -54,8 +70,10 @@ class ServerConfig(BaseModel):
     window: float = Field(60.0, gt=0, description="length of the rpm window in seconds")
     rules: list[Rule] = Field(default_factory=list)
     answers: dict[str, str] = Field(default_factory=dict,
-                                    description="answer by the request's `user` field, before the rules")
+                                    description="answer by the request's user (`user`, or Anthropic's "
+                                                "`metadata.user_id`), before the rules")
     default_answer: str = "OK"
+    default_tool_calls: list[ScriptedToolCall] = Field(default_factory=list, description="with the default answer")
     served_model: str | None = Field(None, description="model name to report; default: the requested one")
     rejected_keys: set[str] = Field(default_factory=set, description="API keys answered with 401")
     failures: list[Failure] = Field(default_factory=list, description="queue for the next requests")
@@ -73,15 +91,138 @@ class SeenRequest:
     user_agent: str | None = None  # which HTTP client sent it
 
 
+@dataclass(frozen=True)
+class _Answer:
+    """What the server says to one request, in either format."""
+
+    text: str
+    tool_calls: list[ScriptedToolCall]
+    number: int  # the server's count of answers, for unique ids
+
+    @property
+    def words(self) -> int:
+        return _words(" ".join([self.text, *(call.arguments for call in self.tool_calls)]))
+
+
 def _words(text: str) -> int:
     # A stable, dependency-free stand-in for a tokenizer: the client only needs consistent counts.
     return max(1, len(text.split()))
 
 
 def _text(content: Any) -> str:
-    if isinstance(content, list):  # OpenAI content parts
-        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return str(content or "")
+    """The text of a message's content: a string, OpenAI content parts, or Anthropic blocks
+    (`tool_result` blocks count with their own content)."""
+    if not isinstance(content, list):
+        return str(content or "")
+    parts = (_text(p.get("content")) if p.get("type") == "tool_result" else str(p.get("text", ""))
+             for p in content if isinstance(p, dict))
+    return " ".join(parts)
+
+
+def _last_user_text(body: dict[str, Any], roles: tuple[str, ...]) -> str:
+    messages = body.get("messages") or []
+    return next((_text(m.get("content")) for m in reversed(messages) if m.get("role") in roles), "")
+
+
+def _user(body: dict[str, Any]) -> str:
+    """Whom the request is for: OpenAI's `user` (also what an `extra_body` adds), or litellm's
+    `user` as Anthropic's `metadata.user_id`."""
+    metadata = body.get("metadata")
+    return str(body.get("user") or (metadata.get("user_id") if isinstance(metadata, dict) else None))
+
+
+def _prompt_words(body: dict[str, Any]) -> int:
+    system = body.get("system")  # Anthropic's; OpenAI's is one of the messages
+    return sum(_words(_text(m.get("content"))) for m in body.get("messages") or []) + (_words(_text(system)) if system else 0)
+
+
+class _OpenAI:
+    """OpenAI's chat-completions format."""
+
+    paths = ("/v1/chat/completions", "/chat/completions")
+    broken = '{"id": "chatcmpl-broken", "choices": ['  # a body cut short
+    user_roles = ("user", "tool")  # a tool's result is what the model answers next, as a user's message is
+
+    @staticmethod
+    def key(headers: Mapping[str, str]) -> str | None:
+        return headers.get("Authorization", "").removeprefix("Bearer ").strip() or None
+
+    @staticmethod
+    def error(status: int, message: str, code: str | None = None, *, retry_after: float | None = None) -> web.Response:
+        payload = {"error": {"message": message, "type": "scripted_error", "code": code or str(status)}}
+        return web.json_response(payload, status=status, headers=_retry_after(retry_after))
+
+    @staticmethod
+    def reply(body: dict[str, Any], model: str, answer: _Answer) -> dict[str, Any]:
+        prompt = _prompt_words(body)
+        message: dict[str, Any] = {"role": "assistant", "content": answer.text}
+        if answer.tool_calls:
+            message["content"] = answer.text or None
+            message["tool_calls"] = [
+                {"id": f"call_scripted_{answer.number}_{i}", "type": "function",
+                 "function": {"name": call.name, "arguments": call.arguments}}
+                for i, call in enumerate(answer.tool_calls)]
+        return {
+            "id": f"chatcmpl-scripted-{answer.number}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "message": message,
+                         "finish_reason": "tool_calls" if answer.tool_calls else "stop"}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": answer.words, "total_tokens": prompt + answer.words},
+        }
+
+
+# Anthropic's error `type` by HTTP status; any other status is an api_error.
+_ANTHROPIC_ERRORS = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                     404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
+                     529: "overloaded_error"}
+
+
+class _Anthropic:
+    """Anthropic's Messages API, the subset litellm's `anthropic/` provider uses."""
+
+    paths = ("/v1/messages", "/messages")
+    broken = '{"id": "msg_broken", "type": "message", "content": ['
+    user_roles = ("user",)  # tool results come as a user's tool_result blocks
+
+    @staticmethod
+    def key(headers: Mapping[str, str]) -> str | None:
+        return headers.get("x-api-key") or _OpenAI.key(headers)  # litellm can send a Bearer to a custom base
+
+    @staticmethod
+    def error(status: int, message: str, code: str | None = None, *, retry_after: float | None = None) -> web.Response:
+        kind = _ANTHROPIC_ERRORS.get(status, "api_error")
+        payload = {"type": "error", "error": {"type": kind, "message": message}}
+        return web.json_response(payload, status=status, headers=_retry_after(retry_after))
+
+    @staticmethod
+    def reply(body: dict[str, Any], model: str, answer: _Answer) -> dict[str, Any]:
+        prompt = _prompt_words(body)
+        text = [{"type": "text", "text": answer.text}] if answer.text or not answer.tool_calls else []
+        content = text + [{"type": "tool_use", "id": f"toolu_scripted_{answer.number}_{i}", "name": call.name,
+                           "input": _input(call.arguments)} for i, call in enumerate(answer.tool_calls)]
+        return {
+            "id": f"msg_scripted_{answer.number}", "type": "message", "role": "assistant", "model": model,
+            "content": content, "stop_reason": "tool_use" if answer.tool_calls else "end_turn",
+            "stop_sequence": None, "usage": {"input_tokens": prompt, "output_tokens": answer.words},
+        }
+
+
+_Format = type[_OpenAI] | type[_Anthropic]
+
+
+def _input(arguments: str) -> dict[str, Any]:
+    """A tool_use block's input: the arguments' JSON object, or the raw text under `_raw`."""
+    try:
+        parsed = json.loads(arguments)
+    except json.JSONDecodeError:
+        parsed = None
+    return parsed if isinstance(parsed, dict) else {"_raw": arguments}
+
+
+def _retry_after(seconds: float | None) -> dict[str, str] | None:
+    return {"Retry-After": str(max(1, math.ceil(seconds)))} if seconds is not None else None
 
 
 class ScriptedLLMServer:
@@ -104,10 +245,11 @@ class ScriptedLLMServer:
         """Queue `n` identical failures, e.g. `fail_next(2, status=429, retry_after=1)`."""
         self.config.failures.extend(Failure(**failure) for _ in range(n))
 
-    async def __aenter__(self) -> ScriptedLLMServer:
+    async def __aenter__(self) -> Self:
         app = web.Application()
-        for path in ("/v1/chat/completions", "/chat/completions"):
-            app.router.add_post(path, self._handle)
+        for fmt in (_OpenAI, _Anthropic):
+            for path in fmt.paths:
+                app.router.add_post(path, functools.partial(self._handle, fmt=fmt))
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, HOST, self._port)
@@ -121,23 +263,24 @@ class ScriptedLLMServer:
             await self._runner.cleanup()
             self._runner = None
 
-    async def _handle(self, request: web.Request) -> web.StreamResponse:
+    async def _handle(self, request: web.Request, fmt: _Format) -> web.StreamResponse:
         self.arrived += 1
-        key = request.headers.get("Authorization", "").removeprefix("Bearer ").strip() or None
+        key = fmt.key(request.headers)
         try:
             body = await request.json()
         except (json.JSONDecodeError, UnicodeDecodeError):
-            return self._record(request, key, None, _error(400, "request body is not JSON"))
+            return self._record(request, key, None, fmt.error(400, "request body is not JSON"))
         if key in self.config.rejected_keys:
             # Echo the key as some providers do, so clients' redaction is tested for real.
-            return self._record(request, key, body, _error(401, f"Incorrect API key provided: {key}", "invalid_api_key"))
+            return self._record(request, key, body, fmt.error(401, f"Incorrect API key provided: {key}", "invalid_api_key"))
         if self.config.failures:
-            return self._record(request, key, body, _scripted(self.config.failures.pop(0)))
-        limited = self._over_rpm()
-        if limited is not None:
-            return self._record(request, key, body, limited)
+            return self._record(request, key, body, _scripted(self.config.failures.pop(0), fmt))
+        if (wait := self._over_rpm()) is not None:
+            return self._record(request, key, body, fmt.error(429, "rate limit exceeded", "rate_limit_exceeded",
+                                                              retry_after=wait))
         await asyncio.sleep(self.config.latency)  # the simulated provider's thinking time
-        return self._record(request, key, body, web.json_response(self._completion(body)))
+        model = self.config.served_model or body.get("model", "scripted")
+        return self._record(request, key, body, web.json_response(fmt.reply(body, model, self._answer(body, fmt))))
 
     def _record(self, request: web.Request, key: str | None, body: Any, response: web.StreamResponse) -> web.StreamResponse:
         if self._keep:
@@ -145,57 +288,45 @@ class ScriptedLLMServer:
                                              response.status, user_agent=request.headers.get("User-Agent")))
         return response
 
-    def _over_rpm(self) -> web.Response | None:
+    def _over_rpm(self) -> float | None:
+        """Seconds until the rpm limit takes another request, or None when it takes this one."""
         if self.config.rpm is None:
             return None
         now = time.monotonic()
         while self._accepted and self._accepted[0] <= now - self.config.window:
             self._accepted.popleft()
         if len(self._accepted) >= self.config.rpm:
-            wait = self._accepted[0] + self.config.window - now
-            return _error(429, "rate limit exceeded", "rate_limit_exceeded", retry_after=wait)
+            return self._accepted[0] + self.config.window - now
         self._accepted.append(now)
         return None
 
-    def _completion(self, body: dict[str, Any]) -> dict[str, Any]:
-        messages = body.get("messages") or []
-        last_user = next((_text(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
-        answer = self.config.answers.get(str(body.get("user")))
-        if answer is None:
-            answer = next((r.answer for r in self.config.rules if re.search(r.pattern, last_user)),
-                          self.config.default_answer)
-        prompt = sum(_words(_text(m.get("content"))) for m in messages)
-        completion = _words(answer)
-        return {
-            "id": f"chatcmpl-scripted-{next(self._ids)}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": self.config.served_model or body.get("model", "scripted"),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
-        }
+    def _answer(self, body: dict[str, Any], fmt: _Format) -> _Answer:
+        """The answer by the request's user, else the first rule matching the last user text, else the default."""
+        number = next(self._ids)
+        text = self.config.answers.get(_user(body))
+        if text is not None:
+            return _Answer(text, [], number)
+        last_user = _last_user_text(body, fmt.user_roles)
+        rule = next((r for r in self.config.rules if re.search(r.pattern, last_user)), None)
+        if rule is None:
+            return _Answer(self.config.default_answer, self.config.default_tool_calls, number)
+        return _Answer(rule.answer, rule.tool_calls, number)
 
 
-def _error(status: int, message: str, code: str | None = None, *, retry_after: float | None = None) -> web.Response:
-    headers = {"Retry-After": str(max(1, math.ceil(retry_after)))} if retry_after is not None else None
-    payload = {"error": {"message": message, "type": "scripted_error", "code": code or str(status)}}
-    return web.json_response(payload, status=status, headers=headers)
-
-
-def _scripted(failure: Failure) -> web.Response:
+def _scripted(failure: Failure, fmt: _Format) -> web.Response:
     if failure.kind == "malformed":
-        return web.Response(status=200, text='{"id": "chatcmpl-broken", "choices": [', content_type="application/json")
-    return _error(failure.status, failure.message, retry_after=failure.retry_after)
+        return web.Response(status=200, text=fmt.broken, content_type="application/json")
+    return fmt.error(failure.status, failure.message, retry_after=failure.retry_after)
 
 
 async def _serve(config: ServerConfig, port: int) -> None:
     async with ScriptedLLMServer(config, port=port, keep_requests=False) as server:
-        print(f"scripted LLM server on {server.base_url}/v1", flush=True)
+        print(f"scripted LLM server on {server.base_url}/v1 (api_base of openai/*; of anthropic/*: without /v1)", flush=True)
         await asyncio.Event().wait()  # until Ctrl-C cancels the loop
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Scripted OpenAI-compatible server (127.0.0.1 only)")
+    parser = argparse.ArgumentParser(description="Scripted OpenAI- and Anthropic-compatible server (127.0.0.1 only)")
     parser.add_argument("--port", type=int, default=8123)
     parser.add_argument("--rpm", type=int, default=None, help="requests per minute before 429")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per answer")
