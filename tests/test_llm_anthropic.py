@@ -10,15 +10,17 @@ Anthropic's format, on the Docker-free sandbox.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import httpx
+import openai
 import pytest
 
 from agents.base import PAPER_STRATEGIES, STRATEGIES, get_strategy
 from agents.llm import LLMClient, ModelError, ModelSpec, RetryPolicy
 from agents.llm._litellm import litellm
+from agents.llm.errors import classify
 from agents.llm.server import Rule, ScriptedLLMServer, ScriptedToolCall, ServerConfig
 from agents.llm.transport import InProcessTransport, Transport, WorkerTransport
 from agents.models import LLMModel, answer_as
@@ -34,7 +36,6 @@ ONCE = FAST.model_copy(update={"max_attempts": 1})
 USER = [{"role": "system", "content": "You write bash."}, {"role": "user", "content": "list the files please"}]
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "The weather in a city",
                                            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]
-HAS_MCP = importlib.util.find_spec("mcp") is not None
 IMAGE = "local/notes"
 SEED = {"notes/a.txt": "alpha\nbeta\n", "notes/b.txt": "gamma\n"}
 GOLD = "grep -c a notes/a.txt"
@@ -109,7 +110,6 @@ async def test_tool_use_blocks_come_back_as_tool_calls_and_a_tool_result_is_matc
     assert sent[2]["content"][0] == {"type": "tool_result", "tool_use_id": "toolu_scripted_1_0", "content": "sunny, 21C"}
 
 
-@pytest.mark.skipif(not HAS_MCP, reason="litellm 1.106.2 imports its MCP gateway (package mcp) for any call with tools")
 async def test_tools_in_openai_format_reach_the_server_as_anthropic_tools() -> None:
     config = ServerConfig(default_tool_calls=[ScriptedToolCall(name="get_weather", arguments='{"city": "Paris"}')])
     async with ScriptedLLMServer(config) as server:
@@ -121,13 +121,18 @@ async def test_tools_in_openai_format_reach_the_server_as_anthropic_tools() -> N
     assert [(t["name"], t["input_schema"]) for t in sent] == [("get_weather", TOOLS[0]["function"]["parameters"])]
 
 
-@pytest.mark.skipif(HAS_MCP, reason="the mcp package is installed: litellm's tools path works")
-async def test_without_mcp_a_call_with_tools_fails_at_once_as_setup() -> None:
-    async with _client() as (server, client):
-        with pytest.raises(ModelError, match="mcp") as caught:
-            await client.complete(MODEL, USER, tools=TOOLS)
-    assert (caught.value.kind, caught.value.attempts, caught.value.retryable) == ("setup", 1, False)
-    assert server.arrived == 0
+def test_a_package_missing_inside_litellm_is_a_setup_error_not_retried() -> None:
+    """litellm 1.106 imports its MCP gateway for any call with tools (hence litellm[mcp] in pyproject);
+    a package missing there surfaces as a connection error, which no retry can cure."""
+    request = httpx.Request("POST", "http://127.0.0.1/v1/messages")
+    try:
+        try:
+            raise ModuleNotFoundError("No module named 'mcp'")
+        except ImportError as missing:
+            raise openai.APIConnectionError(message="No module named 'mcp'", request=request) from missing
+    except openai.APIConnectionError as exc:
+        error = classify(exc, MODEL)
+    assert (error.kind, error.retryable) == ("setup", False) and "mcp" in error.reason
 
 
 async def test_429_retry_after_is_waited_for() -> None:
