@@ -50,6 +50,10 @@ bench-llm: (images "sql-starter")
 bench-sweep: (images "nl2bash-fs1" "nl2bash-fs2" "nl2bash-fs3" "nl2bash-fs4" "sql-starter")
     {{python}} -m benchmarks.bench_sweep --data-dir {{data_dir}}
 
+# Viewer benchmark: a store of 100,000 episodes through the store's writer, then the overview and list pages over HTTP (p95; view_p95_ms)
+bench-view *ARGS:
+    {{python}} -m benchmarks.bench_view {{ARGS}}
+
 # Differential harness: the original InterCode harness (built from ../shared/intercode-original) and ours driven with the same actions; per-turn agreement (not part of `test`). E.g. ./dev differential --env bash --limit 5
 differential *ARGS: engine
     {{python}} -m benchmarks.differential --data-dir {{data_dir}} {{ARGS}}

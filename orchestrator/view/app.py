@@ -41,7 +41,13 @@ def make_app(sources: list[Source]) -> web.Application:
     app.router.add_get("/compare", comparison)
     app.router.add_get("/compare/token", compare_token)
     app.router.add_get("/compare/pair", pair)
+    app.on_cleanup.append(_close_sources)
     return app
+
+
+async def _close_sources(app: web.Application) -> None:
+    for source in app[SOURCES]:
+        await source.aclose()
 
 
 @asynccontextmanager
@@ -80,7 +86,7 @@ def _html(request: web.Request, title: str, body: str, token: str | None = None,
     over the live body (a form being typed into is never swapped)."""
     if token is not None:
         if request.headers.get("X-Fragment") == "1":
-            return web.Response(text=body, content_type="text/html")
+            return web.Response(text=body, content_type="text/html", headers={"X-Token": token})
         body = live(body, token, token_url)
     return web.Response(text=page(title, above + body, nav=nav), content_type="text/html")
 
@@ -111,9 +117,11 @@ async def index(request: web.Request) -> web.StreamResponse:
 
 async def overview(request: web.Request) -> web.StreamResponse:
     source = _source(request)
-    snap = await source.snapshot()
-    body = pages.overview(source, snap.view, snap.progress)
-    return _html(request, f"sweep {source.sweep}", body, snap.token_text, f"/s/{source.index}/token", _nav(source))
+    now = await source.overview()
+    body = pages.overview(source, now)
+    # A page whose statistics are behind carries a token no store has, so the live script asks again.
+    page_token = token_text(now.token) + ("" if now.current else "~")
+    return _html(request, f"sweep {source.sweep}", body, page_token, f"/s/{source.index}/token", _nav(source))
 
 
 async def token(request: web.Request) -> web.StreamResponse:
@@ -151,7 +159,7 @@ def _pair_of(request: web.Request) -> tuple[Source, Source]:
 async def _comparison(request: web.Request, a: Source, b: Source) -> tuple[str, Comparison]:
     """compare's verdicts for the two stores, computed again only when either store changed."""
     first, second = await a.snapshot(), await b.snapshot()
-    key, both = (a.index, b.index), f"{first.token_text}/{second.token_text}"
+    key, both = (a.index, b.index), f"{token_text(first.token)}/{token_text(second.token)}"
     cached = request.app[COMPARISONS].get(key)
     if cached is None or cached[0] != both:
         result = compare(from_episodes(first.results.episodes), from_episodes(second.results.episodes),

@@ -3,7 +3,8 @@
 Plain server-rendered HTML: no external resource, no build step. Every stored text goes through
 `esc` (model outputs and observations are arbitrary text). A page that changes while a sweep
 writes wraps its body in `<main id="live">`; the script polls the store's change token every
-second and, when it moved, fetches the same URL again as a fragment and swaps the body in.
+second and, when it moved, fetches the same URL again as a fragment and swaps the body in (the
+fragment's X-Token says which state it shows).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ LIVE_SCRIPT = """
       const now = (await answer.json()).token;
       if (now !== token) {
         const page = await fetch(location.href, {cache: "no-store", headers: {"X-Fragment": "1"}});
-        if (page.ok) { live.innerHTML = await page.text(); token = now; }
+        if (page.ok) { live.innerHTML = await page.text(); token = page.headers.get("X-Token") || now; }
       }
     } catch (e) {
       // the viewer may be restarting: the next tick tries again

@@ -19,7 +19,7 @@ from orchestrator.view.queries import (
     EpisodeFilter,
     EpisodePage,
 )
-from orchestrator.view.source import Source
+from orchestrator.view.source import Overview, Source
 
 TEXT_PREVIEW = 140  # characters of a task's query in a list
 
@@ -30,7 +30,8 @@ def cell_link(source: Source, cell: tuple[str, str, str], text: object, **more: 
                                                      **more}), text)
 
 
-def overview(source: Source, view: ReportView, progress: list[CellProgress]) -> str:
+def overview(source: Source, now: Overview) -> str:
+    view, progress = now.snapshot.view, now.progress
     results = view.results
     stored = sum(p.episodes for p in progress)
     last_run = results.runs[-1] if results.runs else None
@@ -41,6 +42,9 @@ def overview(source: Source, view: ReportView, progress: list[CellProgress]) -> 
              f"{esc(cut_text(view.cut_by_budget))} · overall success {pct(view.overall_success)} · {run_text} · "
              f"{link(f'/s/{source.index}/episodes', 'all episodes')}</p>",
              "<h2>Progress per cell</h2>", _progress_table(source, progress)]
+    if not now.current:
+        parts.append(f'<p class="warn" id="behind">The statistics below are of the first {len(results.episodes)} '
+                     "episodes: those stored since are being added (a page that is open updates itself).</p>")
     if view.summaries:
         parts += _report(source, view)
     return "\n".join(parts)

@@ -38,23 +38,38 @@ class Snapshot:
     token: tuple[Any, ...]
     results: Results
     view: ReportView
+
+
+@dataclass(frozen=True)
+class Overview:
+    """The progress per cell as of `token`, and the report's view as of `snapshot.token`: the two
+    differ for the second or so a large store's view takes to compute again after a change."""
+
+    token: tuple[Any, ...]
     progress: list[CellProgress]
+    snapshot: Snapshot
 
     @property
-    def token_text(self) -> str:
-        return token_text(self.token)
+    def current(self) -> bool:
+        return self.snapshot.token == self.token
 
 
 @dataclass
 class Source:
-    """A sweep's output directory, opened for reading; `index` is its place in the command line."""
+    """A sweep's output directory, opened for reading; `index` is its place in the command line.
+
+    The report's view is computed from the whole store (about a second at 100,000 episodes), so it
+    is cached under the store's change token and computed again by one background task the Source
+    owns (`aclose` ends it); the overview shows the last view meanwhile, with fresh progress.
+    """
 
     index: int
     outdir: Path
     path: Path
     sweep: str
     _snapshot: Snapshot | None = None
-    _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _refresh: asyncio.Task[Snapshot] | None = None
+    _progress: tuple[tuple[Any, ...], list[CellProgress]] | None = field(default=None, repr=False)
 
     @classmethod
     def open(cls, index: int, outdir: Path) -> Source:
@@ -82,17 +97,52 @@ class Source:
                                  "(SELECT group_concat(status) FROM runs)")
         return tuple(row)
 
-    async def snapshot(self) -> Snapshot:
-        """The report's view and the progress per cell as of now, recomputed only when the token moved."""
-        async with self._lock:
-            token = await self.token()
-            if self._snapshot is None or self._snapshot.token != token:
-                self._snapshot = await asyncio.to_thread(self._compute, token)
-            return self._snapshot
+    async def overview(self) -> Overview:
+        """Progress as of now; the report's view as of now, or while it is computed again, the last one."""
+        token = await self.token()
+        task = self._refresh_for(token)
+        if self._snapshot is None and task is not None:
+            await asyncio.shield(task)  # the first view: wait (shielded: a client leaving must not cancel it)
+        assert self._snapshot is not None
+        return Overview(token, await self._progress_at(token), self._snapshot)
 
-    def _compute(self, token: tuple[Any, ...]) -> Snapshot:
-        results = load_results(self.outdir)
-        return Snapshot(token, results, build_view(results), _with_connection(self.path, progress))
+    async def snapshot(self) -> Snapshot:
+        """The report's view as of now, waiting for it when the store moved."""
+        task = self._refresh_for(await self.token())
+        if task is not None:
+            await asyncio.shield(task)
+        assert self._snapshot is not None
+        return self._snapshot
+
+    async def aclose(self) -> None:
+        if self._refresh is not None:
+            self._refresh.cancel()
+            # Its error, if it failed, was for a page that nobody waits for any more.
+            await asyncio.gather(self._refresh, return_exceptions=True)
+
+    def _refresh_for(self, token: tuple[Any, ...]) -> asyncio.Task[Snapshot] | None:
+        """The task computing the view, started when the store moved and none runs; a failed one's
+        error is raised here, once, for the page that asked (the next request tries again)."""
+        task = self._refresh
+        if task is not None and task.done():
+            self._refresh = None
+            task.result()
+        elif task is not None:
+            return task
+        if self._snapshot is not None and self._snapshot.token == token:
+            return None
+        self._refresh = asyncio.create_task(self._compute(token), name=f"view-{self.index}")
+        return self._refresh
+
+    async def _compute(self, token: tuple[Any, ...]) -> Snapshot:
+        results = await asyncio.to_thread(load_results, self.outdir)
+        self._snapshot = Snapshot(token, results, await asyncio.to_thread(build_view, results))
+        return self._snapshot
+
+    async def _progress_at(self, token: tuple[Any, ...]) -> list[CellProgress]:
+        if self._progress is None or self._progress[0] != token:
+            self._progress = (token, await self.call(progress))
+        return self._progress[1]
 
 
 def token_text(token: tuple[Any, ...]) -> str:
