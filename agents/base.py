@@ -10,7 +10,8 @@ the strategy takes the action, so prompting and parsing are exercised even witho
 The names `single`, `try_again`, `react`, `plan_solve` and `plan_solve_refine` are the paper's
 protocols, as the original's scripts ran them (agents/strategies/paper_*.py, docs/fidelity.md).
 The project's own variants, which take actions from fenced code blocks, have names of their own:
-`single_fenced`, `try_again_fenced`, `react_fenced`, `plan_solve_fenced`.
+`single_fenced`, `try_again_fenced`, `react_fenced`, `plan_solve_fenced`; and `tools`, which
+acts through native function calling: its models are `ToolModel`s, which answer with tool calls.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from agents.llm.transport import ToolCall
 from foundation.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -27,6 +29,9 @@ if TYPE_CHECKING:
     from tasks import Task
 
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": ...}
+# A message of a dialogue with tools, in OpenAI's form: also an assistant's `tool_calls` (a list)
+# and `tool` messages with the `tool_call_id` they answer.
+ToolMessage = dict[str, Any]
 EpisodeStatus = Literal["submitted", "max_turns", "solved", "model_error", "budget_exhausted"]
 # The form a strategy reads an action from: a fenced code block (the project's variants), the
 # paper's parsers ("paper"), a ReAct `Thought N: ... / Action N: execute[...]` answer ("react"),
@@ -45,9 +50,27 @@ class Model(Protocol):
                        style: AnswerStyle = "fenced") -> str: ...
 
 
+@dataclass(frozen=True)
+class ToolAnswer:
+    """A model's answer when offered tools: its text and the calls it made, in order."""
+
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+class ToolModel(Protocol):
+    """A model that can answer with function calls (`tools`: OpenAI-format function schemas).
+    The oracle and scripted models answer from `task` and `turn`, as in `Model.complete`."""
+
+    name: str
+
+    async def complete_tools(self, messages: Sequence[ToolMessage], tools: Sequence[dict[str, Any]], *,
+                             task: Task, turn: int) -> ToolAnswer: ...
+
+
 @dataclass
 class Turn:
-    output: str  # the model's whole answer
+    output: str  # the model's whole answer (with tools: its text and a `name(arguments)` line per call)
     action: str | None  # the code taken from it; None when it held no code (nothing executed)
     observation: str
     reward: float
@@ -88,6 +111,7 @@ STRATEGIES: dict[str, tuple[str, dict[str, Any]]] = {
     "try_again_fenced": ("agents.strategies.try_again:TryAgain", {}),
     "react_fenced": ("agents.strategies.react:ReAct", {}),
     "plan_solve_fenced": ("agents.strategies.plan_solve:PlanSolve", {}),
+    "tools": ("agents.strategies.tools:Tools", {}),
 }
 PAPER_STRATEGIES = ("single", "try_again", "react", "plan_solve", "plan_solve_refine")
 

@@ -5,17 +5,19 @@ trajectory file is the application's: orchestrator/models.py).
     model = OracleModel()                                       # the task's gold solution
 
 Offline models answer like an LLM would, with the action in a fenced block of the kind's
-language, so the strategies' prompting and parsing run the same path with or without a key.
+language (or, asked with tools, as a call of the kind's tool), so the strategies' prompting and
+parsing run the same path with or without a key.
 `check_llm` rejects a bad name, or a real provider without its key, with one ConfigError
 line before any container starts.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from agents.base import AnswerStyle, Message
+from agents.base import AnswerStyle, Message, ToolAnswer, ToolCall, ToolMessage
 from environments.kind import gold_actions, kind_spec
 from foundation.errors import ConfigError
 
@@ -43,6 +45,17 @@ def answer_as(task: Task, action: str, style: AnswerStyle = "fenced", turn: int 
     return fenced(task, action)
 
 
+def tool_call_as(task: Task, action: str, call_id: str) -> ToolCall:
+    """`action` as a model offered tools would make it: `submit` (with the kind's parameter, when
+    it takes one: CTF's flag) or a call of the kind's tool with the action as its argument."""
+    spec = kind_spec(task.env)
+    word, _, rest = action.strip().partition(" ")
+    if word != "submit":
+        return ToolCall(call_id, spec.tool_name, json.dumps({spec.tool_argument: action}))
+    arguments = {spec.submit_parameter: rest.strip()} if spec.submit_parameter else {}
+    return ToolCall(call_id, "submit", json.dumps(arguments))
+
+
 class LLMModel:
     """A model behind `LLMClient`; `params` (temperature, max_tokens, ...) go with every call."""
 
@@ -53,9 +66,15 @@ class LLMModel:
                        style: AnswerStyle = "fenced") -> str:
         return (await self.client.complete(self.name, messages, **self.params)).text
 
+    async def complete_tools(self, messages: Sequence[ToolMessage], tools: Sequence[dict[str, Any]], *,
+                             task: Task, turn: int) -> ToolAnswer:
+        completion = await self.client.complete(self.name, messages, tools=tools, **self.params)
+        return ToolAnswer(completion.text, completion.tool_calls)
+
 
 class OracleModel:
-    """Answers the gold solution: the actions `validate` runs, one per turn (then `submit` again)."""
+    """Answers the gold solution: the actions `validate` runs, one per turn (then `submit` again);
+    asked with tools, all of them as calls of the first answer (then `submit` again)."""
 
     name = "oracle"
 
@@ -63,6 +82,13 @@ class OracleModel:
                        style: AnswerStyle = "fenced") -> str:
         actions = gold_actions(task)
         return answer_as(task, actions[min(turn, len(actions) - 1)], style, turn)
+
+    async def complete_tools(self, messages: Sequence[ToolMessage], tools: Sequence[dict[str, Any]], *,
+                             task: Task, turn: int) -> ToolAnswer:
+        actions = gold_actions(task)
+        actions = actions if turn == 0 else actions[-1:]
+        return ToolAnswer("", tuple(tool_call_as(task, action, f"call_oracle_{turn}_{i}")
+                                    for i, action in enumerate(actions)))
 
 
 def check_llm(name: str, client: LLMClient) -> None:

@@ -1,32 +1,60 @@
 """ScriptedModel: a Model that answers from a list, for tests and demos.
 
     model = ScriptedModel(["```bash\nls\n```", "```bash\nsubmit\n```"])
+    model = ScriptedModel([called(("bash", {"command": "ls"}), ("submit", "{}")), "no call at all"])
 
 Each call returns the next output; an exception in the list is raised instead. Past the end it
 raises ModelError (kind "unknown"), so a strategy that asks too often fails visibly. Every call's
-messages are kept in `calls`.
+messages are kept in `calls` (and the tools offered, for `complete_tools`, in `offered`).
+
+A `ToolAnswer` in the list is an answer with tool calls, for the `tools` strategy; there a plain
+string is an answer of text alone. `complete` refuses a ToolAnswer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from agents.base import AnswerStyle, Message
+from agents.base import AnswerStyle, Message, ToolAnswer, ToolCall, ToolMessage
 from agents.llm.errors import ModelError
 
 if TYPE_CHECKING:
     from tasks import Task
 
 
+def called(*calls: tuple[str, str | Mapping[str, Any]], text: str = "") -> ToolAnswer:
+    """An answer that calls each `(name, arguments)` in order: arguments as raw JSON text (which
+    may be invalid on purpose) or a mapping to encode. Each call gets a unique id, as a provider's."""
+    return ToolAnswer(text, tuple(
+        ToolCall(f"call_{uuid.uuid4().hex[:12]}", name,
+                 arguments if isinstance(arguments, str) else json.dumps(arguments))
+        for name, arguments in calls))
+
+
 class ScriptedModel:
-    def __init__(self, outputs: Sequence[str | BaseException], name: str = "scripted") -> None:
+    def __init__(self, outputs: Sequence[str | ToolAnswer | BaseException], name: str = "scripted") -> None:
         self.name = name
         self.outputs = list(outputs)
-        self.calls: list[list[Message]] = []
+        self.calls: list[list[dict[str, Any]]] = []
+        self.offered: list[list[dict[str, Any]]] = []
 
     async def complete(self, messages: Sequence[Message], *, task: Task, turn: int,
                        style: AnswerStyle = "fenced") -> str:
+        output = self._next(messages)
+        if isinstance(output, ToolAnswer):
+            raise ModelError(self.name, "scripted a tool answer, but the strategy asked for text")
+        return output
+
+    async def complete_tools(self, messages: Sequence[ToolMessage], tools: Sequence[dict[str, Any]], *,
+                             task: Task, turn: int) -> ToolAnswer:
+        self.offered.append([dict(t) for t in tools])
+        output = self._next(messages)
+        return output if isinstance(output, ToolAnswer) else ToolAnswer(output)
+
+    def _next(self, messages: Sequence[dict[str, Any]]) -> str | ToolAnswer:
         self.calls.append([dict(m) for m in messages])
         if len(self.calls) > len(self.outputs):
             raise ModelError(self.name, f"script exhausted after {len(self.outputs)} outputs")

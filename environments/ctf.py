@@ -59,4 +59,6 @@ SPEC = register(KindSpec(
     name="ctf", environment=CtfEnv, language="BASH", setting="Ubuntu machine", fence="bash", fence_tags=SHELL_TAGS,
     export_name="ic_ctf", datasets=("ctf",), starter="starter-ctf", gold_actions=_submit_flag,
     submit_argument=" <flag>", submit_meaning="give the flag you found", shows_reward=False,
-    paper_parser=ctf_action, recorded_action=_without_cmd))
+    paper_parser=ctf_action, recorded_action=_without_cmd, tool="bash", tool_argument="command",
+    tool_description="Run a Bash command on the Ubuntu machine, in the directory of the challenge's files, and return "
+                     "what it printed. Python is available too (python3 -c ...)."))

@@ -14,6 +14,7 @@ calls `register(KindSpec(...))` (tests/test_toy_kind.py does it in a test module
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -64,6 +65,20 @@ class KindSpec:
     paper_fenced: bool = False  # an oracle answers the paper's parser in a fence (SQL's keyword rule)
     recorded_action: Callable[[str], str] = _unchanged  # a recorded action as today's harness reads it
     harness_history: bool = False  # the original's harness reused containers across episodes (Bash)
+    # Native function calling (the `tools` strategy): the one tool an agent acts through, its one
+    # string argument, and what the model is told it does ("": run the kind's code, get its output).
+    tool: str = ""  # "": the fence tag
+    tool_argument: str = "code"
+    tool_description: str = ""
+
+    @property
+    def tool_name(self) -> str:
+        return self.tool or self.fence
+
+    @property
+    def submit_parameter(self) -> str:
+        """The name of `submit`'s one parameter as a tool ("flag" for " <flag>"); "" when it takes none."""
+        return re.sub(r"\W+", "_", self.submit_argument.strip(" <>")).strip("_")
 
 
 def register(spec: KindSpec) -> KindSpec:

@@ -241,4 +241,5 @@ class SqlEnv(Environment):
 SPEC = register(KindSpec(
     name="sql", environment=SqlEnv, language="SQL", setting="MySQL Database", fence="sql",
     fence_tags=frozenset({"sql", "mysql"}), export_name="ic_sql", datasets=("spider",), starter="starter-sql",
-    paper_parser=sql_action, react_code=up_to_semicolon, paper_fenced=True))
+    paper_parser=sql_action, react_code=up_to_semicolon, paper_fenced=True, tool="sql", tool_argument="query",
+    tool_description="Run a SQL query on the MySQL database and return its result."))

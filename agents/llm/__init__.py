@@ -14,14 +14,16 @@ from .client import ChatMessage, Completion, LLMClient, ModelSpec
 from .errors import ModelError
 from .limits import ModelLimits, ModelStats
 from .retry import RetryPolicy
+from .transport import ToolCall
 from .usage import Usage, UsageLedger
 
 
 class LLM(Protocol):
     """What an agent needs from a model."""
 
-    async def complete(self, model: str, messages: Sequence[ChatMessage], **params: Any) -> Completion: ...
+    async def complete(self, model: str, messages: Sequence[ChatMessage], *,
+                       tools: Sequence[dict[str, Any]] | None = None, **params: Any) -> Completion: ...
 
 
 __all__ = ["LLM", "Budget", "BudgetExhausted", "Completion", "LLMClient", "ChatMessage", "ModelError", "ModelLimits", "ModelSpec",
-           "ModelStats", "RetryPolicy", "Usage", "UsageLedger"]
+           "ModelStats", "RetryPolicy", "ToolCall", "Usage", "UsageLedger"]

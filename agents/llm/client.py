@@ -24,7 +24,7 @@ from .budget import Budget
 from .errors import ModelError, redact
 from .limits import ModelGate, ModelLimits, ModelStats
 from .retry import RetryPolicy, retrying
-from .transport import InProcessTransport, Reply, Request, Transport
+from .transport import InProcessTransport, Reply, Request, ToolCall, Transport
 from .usage import Usage, UsageLedger
 
 log = structlog.get_logger(__name__)
@@ -46,6 +46,7 @@ class Completion:
     text: str
     finish_reason: str | None
     usage: Usage
+    tool_calls: tuple[ToolCall, ...] = ()  # the functions the model called, when it was offered tools
 
 
 class LLMClient:
@@ -75,8 +76,15 @@ class LLMClient:
     def _secrets(self) -> list[str]:
         return [s.api_key.get_secret_value() for s in self._specs.values() if s.api_key]
 
-    async def complete(self, model: str, messages: Sequence[ChatMessage], **params: Any) -> Completion:
-        """One chat completion, retried per the policy; raises ModelError when it cannot be had."""
+    async def complete(self, model: str, messages: Sequence[ChatMessage], *,
+                       tools: Sequence[dict[str, Any]] | None = None, **params: Any) -> Completion:
+        """One chat completion, retried per the policy; raises ModelError when it cannot be had.
+
+        `tools`, in OpenAI's format (litellm converts them for other providers), lets the model
+        answer with function calls: `Completion.tool_calls`. The dialogue then carries them in
+        OpenAI's form too (an assistant message's `tool_calls`, a `tool` message per result)."""
+        if tools:
+            params = {**params, "tools": list(tools)}
         spec, gate = self._spec(model), self._gate(model)
         if self.budget is not None:
             self.budget.check(model)
@@ -95,7 +103,7 @@ class LLMClient:
         self.usage.add(usage)
         if self.budget is not None:
             self.budget.spend(usage)
-        return Completion(text=reply.text, finish_reason=reply.finish_reason, usage=usage)
+        return Completion(text=reply.text, finish_reason=reply.finish_reason, usage=usage, tool_calls=reply.tool_calls)
 
     async def _with_retries(self, model: str, spec: ModelSpec, gate: ModelGate, messages: list[ChatMessage],
                             params: dict[str, Any]) -> tuple[Reply, int]:

@@ -57,8 +57,18 @@ class Request:
 
 
 @dataclass(frozen=True)
+class ToolCall:
+    """One function call of a model's answer, as the provider sent it (OpenAI's shape, to which
+    litellm converts the others): `arguments` is the raw JSON text, which may not be JSON at all."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
 class Reply:
-    """What the client keeps of a response."""
+    """What the client keeps of a response (plain data: a worker pickles it to the client)."""
 
     text: str
     finish_reason: str | None
@@ -67,6 +77,7 @@ class Reply:
     completion_tokens: int
     total_tokens: int
     cost_usd: float | None  # None: litellm's price map does not know the model
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 class Transport(Protocol):
@@ -112,7 +123,16 @@ def reply_of(model: str, response: Any) -> Reply:
     cost = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
     return Reply(text=choice.message.content or "", finish_reason=choice.finish_reason,
                  served_model=getattr(response, "model", None), prompt_tokens=prompt, completion_tokens=completion,
-                 total_tokens=total, cost_usd=float(cost) if isinstance(cost, (int, float)) else price(model, prompt, completion))
+                 total_tokens=total, tool_calls=tool_calls_of(choice.message),
+                 cost_usd=float(cost) if isinstance(cost, (int, float)) else price(model, prompt, completion))
+
+
+def tool_calls_of(message: Any) -> tuple[ToolCall, ...]:
+    """The function calls of a response message, as plain data (none when it made none)."""
+    calls = getattr(message, "tool_calls", None) or []
+    return tuple(ToolCall(id=str(call.id or ""), name=str(call.function.name or ""),
+                          arguments=call.function.arguments or "")
+                 for call in calls if getattr(call, "function", None) is not None)
 
 
 # --- the pipe protocol: a 4-byte length, then a pickle; both ends are this module -------------------
@@ -302,5 +322,5 @@ def transport(workers: int) -> Transport:
     return WorkerTransport(workers) if workers > 0 else InProcessTransport()
 
 
-__all__ = ["InProcessTransport", "Reply", "Request", "Transport", "WorkerTransport", "frame", "read_frame",
-           "reply_of", "transport"]
+__all__ = ["InProcessTransport", "Reply", "Request", "ToolCall", "Transport", "WorkerTransport", "frame",
+           "read_frame", "reply_of", "tool_calls_of", "transport"]

@@ -14,7 +14,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agents.base import AnswerStyle, EpisodeOutcome, Message, Model, Turn
 from agents.llm.errors import ModelError
@@ -29,6 +29,7 @@ PROMPTS = Path(__file__).resolve().parent.parent / "prompts"
 OBSERVATION_LIMIT = 800  # characters of an observation put into the prompt, as in the original
 TRUNCATED = "\n The Observation is truncated due to the length is too long."
 DIALOGUE_LIMIT = 10  # turns kept in the prompt besides the system prompt and the question
+T = TypeVar("T")
 
 
 
@@ -92,12 +93,14 @@ async def ask(model: Model, dialogue: Dialogue, task: Task, turn: int, style: An
     """
     call = model.complete(dialogue.window(), task=task, turn=turn, style=style)
     setup, dialogue.setup = dialogue.setup, None
-    output = await call if setup is None else await _alongside(call, setup)
+    output = await call if setup is None else await alongside(call, setup)
     dialogue.add("assistant", output)
     return output
 
 
-async def _alongside(call: Awaitable[str], setup: asyncio.Future[Any]) -> str:
+async def alongside(call: Awaitable[T], setup: asyncio.Future[Any]) -> T:
+    """`call`'s result, awaited while `setup` runs; if `setup` fails, `call` is cancelled and
+    `setup`'s error raised."""
     answer = asyncio.ensure_future(call)
     try:
         await setup  # usually done first; if it fails, the answer is moot
