@@ -7,6 +7,7 @@ store's own writer give the escaping and live cases. Bad inputs go through the c
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import html
 import re
@@ -211,8 +212,23 @@ async def test_stored_text_is_escaped_and_new_episodes_show_while_the_writer_is_
             assert (await (await client.get("/s/0/token")).json())["token"] != token
             fragment = await get(client, "/s/0", **{"X-Fragment": "1"})
             assert fragment.lstrip().startswith("<h1>") and '<span id="episode-count">2</span>' in fragment
+            assert column(await current_overview(client), "cells", 3) == ["2"]  # the statistics catch up
             listed = await get(client, "/s/0/episodes", **{"X-Fragment": "1"})
             assert column(listed, "episodes", 1) == ["starter-bash/1", "starter-bash/0"]  # newest first
+
+
+async def current_overview(client: aiohttp.ClientSession) -> str:
+    """The overview once its statistics are of the whole store (they are computed again in the
+    background after a change; the page says `behind` meanwhile and its token ends in "~")."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        async with client.get("/s/0", headers={"X-Fragment": "1"}) as response:
+            if not response.headers["X-Token"].endswith("~"):
+                page = await response.text()
+                assert 'id="behind"' not in page
+                return page
+        await asyncio.sleep(0.05)
+    raise AssertionError("the overview's statistics did not catch up")
 
 
 def sha256(path: Path) -> str:
