@@ -10,9 +10,11 @@ skip, except under CI=true (scripts/ensure-chromium.sh installs it).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
+import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -20,9 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 
+from foundation.errors import ConfigError
+from foundation.settings import PROJECT_ROOT
+from orchestrator.view.app import serving
+from orchestrator.view.source import Source
 from tests import test_report_browser
-from tests.test_view import record, viewer, writer
+from tests.test_view import record, rows, viewer, writer
 
 chromium = test_report_browser.chromium  # the fixture: skips without Chromium, fails under CI=true
 WAIT_S = 10.0  # a guard against hanging, not a speed target (the live page polls every second)
@@ -165,3 +172,55 @@ async def test_the_open_pages_show_episodes_as_the_sweep_stores_them(chromium, t
             seen.append(time.monotonic() - stored)
             assert await browser.text("#match-count") == "4"
     print(f"live update seen after {', '.join(f'{s:.2f}' for s in seen)} s")
+
+
+RUNNING_SWEEP = """name = "watched"
+strategies = ["single"]
+concurrency = 1
+[[models]]
+name = "openai/slow-sim"
+local = { latency = 1.0, solve_rate = 0.6, seed = 5 }
+[[tasks]]
+dataset = "starter-bash"
+"""
+
+
+async def _opened_when_created(outdir: Path) -> Source:
+    """The store as soon as the sweep has made it (a viewer started earlier says "no results.db")."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            return Source.open(0, outdir)
+        except ConfigError:
+            await asyncio.sleep(0.1)
+    raise AssertionError(f"the sweep made no store in {outdir}")
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+async def test_a_running_sweeps_overview_counts_its_episodes(chromium, tmp_path):
+    path, out = tmp_path / "watched.toml", tmp_path / "out"
+    path.write_text(RUNNING_SWEEP)
+    sweep = await asyncio.create_subprocess_exec(sys.executable, "-m", "orchestrator", "sweep", str(path), "--output",
+                                                 str(out), "--quiet", cwd=PROJECT_ROOT,
+                                                 stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+    try:
+        source = await _opened_when_created(out)
+        async with serving([source], "127.0.0.1", 0) as base, Browser.launch(chromium, tmp_path / "p") as browser:
+            await browser.open(f"{base}/s/0")
+            seen = []
+            while sweep.returncode is None:
+                seen.append(await browser.text("#episode-count"))
+                await asyncio.sleep(0.1)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(sweep.wait(), 0.01)
+            await browser.wait_for("document.querySelector('#run-status')?.textContent === 'finished'")
+            final = await browser.text("#episode-count")
+    finally:
+        if sweep.returncode is None:
+            sweep.terminate()
+        err = (await sweep.communicate())[1].decode()
+    assert sweep.returncode == 0, err[-2000:]
+    assert final == "5" == str(rows(out, "SELECT count(*) FROM episodes")[0][0])  # the writer was never blocked
+    counts = sorted({int(n) for n in seen if n})
+    assert len([n for n in counts if 0 < n < 5]) >= 2, f"the page showed only {counts} while the sweep ran"
