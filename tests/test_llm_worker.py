@@ -129,19 +129,31 @@ def test_workers_exit_when_their_parent_is_killed() -> None:
             parent.stdout.close()
 
 
-async def test_calls_before_the_workers_are_up_are_made_here() -> None:
+EARLY_CALLER = """
+import asyncio, sys
+from agents.llm import LLMClient, ModelSpec
+from agents.llm.server import ScriptedLLMServer
+from agents.llm.transport import WorkerTransport
+
+async def main():
     async with ScriptedLLMServer() as server:
         transport = WorkerTransport(1)
-        client = LLMClient([ModelSpec(name=MODEL, api_base=f"{server.base_url}/v1", api_key="k")], transport=transport)
-        started = time.monotonic()
-        result = await client.complete(MODEL, USER)  # the worker takes seconds to import litellm
-        worker = transport._workers[0]  # noqa: SLF001
-        assert result.text == "OK" and worker.ready is not None and not worker.ready.done()
-        assert time.monotonic() - started < 2.0
-        await transport.start()  # the one started by that call, now up
-        assert len(_pids(transport)) == 1 and _alive(_pids(transport)[0])
-        assert (await client.complete(MODEL, USER)).text == "OK"
+        client = LLMClient([ModelSpec(name="openai/early", api_base=f"{server.base_url}/v1", api_key="k")],
+                           transport=transport)
+        answer = (await client.complete("openai/early", [{"role": "user", "content": "hi"}])).text
+        up = transport._workers[0].ready.done()
         await client.aclose()
+    print(answer, up, "litellm" in sys.modules, "openai" in sys.modules)
+
+asyncio.run(main())
+"""
+
+
+def test_calls_before_the_workers_are_up_wait_for_them_and_this_process_never_imports_litellm() -> None:
+    run = subprocess.run([sys.executable, "-c", EARLY_CALLER], capture_output=True, text=True, timeout=120,
+                         cwd=Path(__file__).resolve().parent.parent)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["OK", "True", "False", "False"]  # answered by the worker, once it was up
 
 
 CANCELLER = """

@@ -212,3 +212,23 @@ def test_a_sweep_of_offline_models_never_imports_litellm(tmp_path):
     replay = sweep_file(tmp_path, f'[[models]]\nname = "replay:{recorded}"\n', name="r", output=str(tmp_path / "r"))
     imported = _imported(["sweep", str(replay)])
     assert "tasks" in imported and "litellm" not in imported and "openai" not in imported
+
+
+def test_the_tools_strategy_in_a_sweep_with_openai_and_anthropic_format_models(tmp_path):
+    """Native tool calling in a grid: local models of both formats (the offline server answers the
+    known tasks with the gold as tool calls), the oracle beside them; LLM calls recorded per answer."""
+    models = "".join(f'[[models]]\nname = "{name}"\nlocal = {{ solve_rate = 1.0 }}\n'
+                     for name in ("openai/sim-tools", "anthropic/sim-tools")) + '[[models]]\nname = "oracle"\n'
+    path = sweep_file(tmp_path, models, tasks="starter-bash,starter-ctf", strategies=["tools", "try_again"])
+    assert sweep(path) == 0
+    assert rows(tmp_path / "out", "SELECT model, strategy, sum(success), count(*) FROM episodes "
+                                  "GROUP BY model, strategy ORDER BY model, strategy") == [
+        ("anthropic/sim-tools", "tools", 8, 8), ("anthropic/sim-tools", "try_again", 8, 8),
+        ("openai/sim-tools", "tools", 8, 8), ("openai/sim-tools", "try_again", 8, 8),
+        ("oracle", "tools", 8, 8), ("oracle", "try_again", 8, 8)]
+    answers = rows(tmp_path / "out", "SELECT count(DISTINCT t.episode_id || '.' || t.output) FROM turns t "
+                                     "JOIN episodes e ON e.id = t.episode_id WHERE e.model LIKE '%/sim-tools'")
+    assert rows(tmp_path / "out", "SELECT count(*) FROM llm_calls") == answers
+    assert rows(tmp_path / "out", "SELECT DISTINCT served_model FROM episodes WHERE model LIKE 'anthropic/%'") == [
+        ("sim-tools",)]
+    assert our_containers() == []

@@ -59,7 +59,7 @@ def test_a_good_file_loads_with_defaults_and_a_stable_identity(tmp_path):
     (lambda t: t.replace('"try_again"', '"tryagain"'), "strategies: unknown strategy 'tryagain'; allowed: single, try_again"),
     (lambda t: t.replace("limit = 2", "limit = 0"), "tasks.1.limit: Input should be greater than or equal to 1"),
     (lambda t: t.replace('name = "t"\n', ""), "name: required key is missing"),
-    (lambda t: t.replace('name = "openai/sim"', 'name = "sim"'), "a local model is served over the OpenAI API"),
+    (lambda t: t.replace('name = "openai/sim"', 'name = "sim"'), "a local model is served over the OpenAI or the Anthropic API"),
     (lambda t: t + '\n[[tasks]]\ndataset = "starter-bash"\n', "task set 'starter-bash' is listed twice"),
     (lambda t: t.replace("[[tasks]]", "[[tasks]", 1), "is not valid TOML"),
 ])

@@ -74,6 +74,9 @@ class ServerConfig(BaseModel):
                                                 "`metadata.user_id`), before the rules")
     default_answer: str = "OK"
     default_tool_calls: list[ScriptedToolCall] = Field(default_factory=list, description="with the default answer")
+    tool_answers: dict[str, list[ScriptedToolCall]] = Field(default_factory=dict,
+                                                            description="tool calls by the request's user, before "
+                                                                        "`answers`")
     served_model: str | None = Field(None, description="model name to report; default: the requested one")
     rejected_keys: set[str] = Field(default_factory=set, description="API keys answered with 401")
     failures: list[Failure] = Field(default_factory=list, description="queue for the next requests")
@@ -303,6 +306,9 @@ class ScriptedLLMServer:
     def _answer(self, body: dict[str, Any], fmt: _Format) -> _Answer:
         """The answer by the request's user, else the first rule matching the last user text, else the default."""
         number = next(self._ids)
+        calls = self.config.tool_answers.get(_user(body))
+        if calls is not None:
+            return _Answer("", calls, number)
         text = self.config.answers.get(_user(body))
         if text is not None:
             return _Answer(text, [], number)

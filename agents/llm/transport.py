@@ -223,11 +223,12 @@ class _Worker:
 class WorkerTransport:
     """litellm in `workers` child processes; each call goes to the one with the fewest in flight.
 
-    Until a worker is up (importing litellm takes a few seconds) calls are made in this process,
-    so a sweep's first turns never wait for it. A worker that dies fails its calls in flight as
-    retryable connection errors and is started again in the background, this process serving
-    meanwhile. Closing the transport, or this process dying, ends the workers: they exit when their
-    input pipe closes.
+    Until a worker is up (importing litellm takes a few seconds) calls wait for it: this process
+    never imports litellm, so its event loop never stalls on that import and litellm's prints (its
+    "Give Feedback" and "Provider List" banners go to stdout) never reach the user's terminal. A
+    worker that dies fails its calls in flight as retryable connection errors and is started again
+    in the background; new calls wait for a worker that serves. Closing the transport, or this
+    process dying, ends the workers: they exit when their input pipe closes.
     """
 
     def __init__(self, workers: int = 1) -> None:
@@ -235,7 +236,6 @@ class WorkerTransport:
             raise ValueError("WorkerTransport needs at least one worker")
         self._workers = [_Worker(i) for i in range(workers)]
         self._ids = itertools.count()
-        self._local = InProcessTransport()
         self._starting: dict[int, asyncio.Task[None]] = {}
         self._closed = False
 
@@ -274,12 +274,20 @@ class WorkerTransport:
                 self._respawn(worker)
         return serving
 
+    async def _wait_serving(self, model: str) -> list[_Worker]:
+        """Workers that serve, once one is up; a ModelError (retryable) if none comes up at all."""
+        for _ in range(2 * len(self._workers) + 1):  # a worker that dies at start is started again, boundedly
+            waiting = [*self._starting.values(), *(w.ready for w in self._workers if w.ready and not w.ready.done())]
+            if waiting:
+                await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            if serving := self._serving():
+                return serving
+        raise ModelError(model, "no LLM worker process came up; its last words are in the sweep log", kind="connection")
+
     async def call(self, request: Request) -> Reply:
         if self._closed:
             raise ModelError(request.model, "the LLM transport is closed", kind="unknown")
-        serving = self._serving()
-        if not serving:
-            return await self._local.call(request)
+        serving = self._serving() or await self._wait_serving(request.model)
         worker = min(serving, key=lambda w: len(w.pending))
         assert worker.process is not None and worker.process.stdin is not None
         call_id = next(self._ids)

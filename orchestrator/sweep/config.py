@@ -43,7 +43,8 @@ _STRICT = ConfigDict(extra="forbid")
 
 
 class LocalServer(BaseModel):
-    """The project's offline OpenAI-compatible server, started with the sweep for this model.
+    """The project's offline server (OpenAI's API for openai/*, Anthropic's for anthropic/*), started
+    with the sweep for this model.
 
     It answers a seeded share (`solve_rate`) of the tasks with their gold action, the rest with
     `default_answer`, after `latency` seconds, over real HTTP through litellm."""
@@ -72,8 +73,9 @@ class ModelConfig(BaseModel):
 
     @model_validator(mode="after")
     def _local_needs_a_routable_name(self) -> ModelConfig:
-        if self.local is not None and not self.name.startswith("openai/"):
-            raise ValueError(f"a local model is served over the OpenAI API: name it openai/<anything>, not {self.name!r}")
+        if self.local is not None and not self.name.startswith(("openai/", "anthropic/")):
+            raise ValueError("a local model is served over the OpenAI or the Anthropic API: name it openai/<anything> "
+                             f"or anthropic/<anything>, not {self.name!r}")
         return self
 
 

@@ -16,15 +16,16 @@ import os
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import structlog
 from pydantic import SecretStr
 
-from agents.base import AnswerStyle, Message, Model
-from agents.llm import Budget, LLMClient, ModelError, ModelSpec
-from agents.llm.server import ScriptedLLMServer, ServerConfig
+from agents.base import AnswerStyle, Message, Model, ToolAnswer, ToolMessage
+from agents.llm import Budget, Completion, LLMClient, ModelError, ModelSpec
+from agents.llm.server import ScriptedLLMServer, ScriptedToolCall, ServerConfig
 from agents.llm.transport import transport
-from agents.models import answer_as, check_llm
+from agents.models import answer_as, check_llm, tool_call_as
 from environments.kind import gold_actions
 from foundation.errors import ConfigError
 from orchestrator.models import resolve_model
@@ -59,15 +60,30 @@ class RecordingModel:
 
     async def complete(self, messages: Sequence[Message], *, task: Task, turn: int,
                        style: AnswerStyle = "fenced") -> str:
+        completion = await self.client.complete(self.name, messages, **self._params(local_key(task, style, turn)))
+        return self._recorded(completion).text
+
+    async def complete_tools(self, messages: Sequence[ToolMessage], tools: Sequence[dict[str, Any]], *,
+                             task: Task, turn: int) -> ToolAnswer:
+        completion = await self.client.complete(self.name, messages, tools=tools,
+                                                **self._params(local_tools_key(task, turn)))
+        return ToolAnswer(self._recorded(completion).text, completion.tool_calls)
+
+    def _params(self, key: str) -> dict[str, Any]:
         params = dict(self.config.params)
-        if self.config.local is not None:
-            # How the offline server knows which task it answers (litellm drops a plain `user`).
-            params["extra_body"] = {**params.get("extra_body", {}), "user": local_key(task, style, turn)}
-        completion = await self.client.complete(self.name, messages, **params)
+        if self.config.local is None:
+            return params
+        # How the offline server knows which task it answers: litellm drops a plain `user` on its
+        # OpenAI path (so it goes in the body as is) and sends it as `metadata.user_id` to Anthropic.
+        if self.name.startswith("anthropic/"):
+            return params | {"user": key}
+        return params | {"extra_body": {**params.get("extra_body", {}), "user": key}}
+
+    def _recorded(self, completion: Completion) -> Completion:
         u = completion.usage
         self.calls.append(LLMCall(u.model, u.served_model, u.prompt_tokens, u.completion_tokens, u.latency_s,
                                   u.attempts, u.cost_usd))
-        return completion.text
+        return completion
 
 
 class SweepModels:
@@ -92,7 +108,7 @@ class SweepModels:
                 if model.local is not None:
                     local = ScriptedLLMServer(_server_config(model.local, tasks, config.max_turns), keep_requests=False)
                     server = await stack.enter_async_context(local)
-                    api_base, key = f"{server.base_url}/v1", SecretStr(LOCAL_KEY)
+                    api_base, key = local_base(model.name, server.base_url), SecretStr(LOCAL_KEY)
                 specs.append(ModelSpec(name=model.name, api_base=api_base, api_key=key, limits=model.limits,
                                        timeout=model.timeout))
             budget = Budget(max_usd=config.budget.usd, max_tokens=config.budget.tokens)
@@ -147,18 +163,39 @@ def local_key(task: Task, style: AnswerStyle, turn: int) -> str:
     return f"{task.id}|{style}" + (f"|{turn}" if style == "react" else "")
 
 
+def local_tools_key(task: Task, turn: int) -> str:
+    """The offline server's key for an answer with tool calls (the tools strategy's)."""
+    return f"{task.id}|tools|{turn}"
+
+
+def local_base(name: str, server_url: str) -> str:
+    """The local server as litellm's provider reaches it: openai/* under /v1, anthropic/* at its root
+    (litellm appends /v1/messages)."""
+    return server_url if name.startswith("anthropic/") else f"{server_url}/v1"
+
+
+def _tool_calls(task: Task, actions: list[str], turn: int) -> list[ScriptedToolCall]:
+    """The oracle's answer with tools: every gold action at the first turn, the last one after."""
+    calls = [tool_call_as(task, action, "") for action in (actions if turn == 0 else actions[-1:])]
+    return [ScriptedToolCall(name=call.name, arguments=call.arguments) for call in calls]
+
+
 def _server_config(local: LocalServer, tasks: list[Task], max_turns: int) -> ServerConfig:
     answers: dict[str, str] = {}
+    tool_answers: dict[str, list[ScriptedToolCall]] = {}
     for task in tasks:
         if _knows(local, task):
             actions = gold_actions(task)
+            for turn in range(max_turns):
+                tool_answers[local_tools_key(task, turn)] = _tool_calls(task, actions, turn)
             answers[local_key(task, "fenced", 0)] = answer_as(task, actions[0], "fenced")
             answers[local_key(task, "paper", 0)] = answer_as(task, actions[0], "paper")
             answers[local_key(task, "plan", 0)] = answer_as(task, actions[0], "plan")
             for turn in range(max_turns):
                 answers[local_key(task, "react", turn)] = answer_as(task, actions[min(turn, len(actions) - 1)],
                                                                     "react", turn)
-    return ServerConfig(latency=local.latency, rpm=local.rpm, answers=answers, default_answer=local.default_answer)
+    return ServerConfig(latency=local.latency, rpm=local.rpm, answers=answers, tool_answers=tool_answers,
+                        default_answer=local.default_answer)
 
 
 def _knows(local: LocalServer, task: Task) -> bool:
