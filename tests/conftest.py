@@ -43,6 +43,34 @@ def data_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
+async def llm_worker() -> AsyncIterator[Any]:
+    """One LLM worker process for the whole session, as a sweep keeps its workers for every call
+    (starting one imports litellm: seconds a test otherwise). Clients get it through `Lent`."""
+    from agents.llm.transport import WorkerTransport
+
+    transport = WorkerTransport(1)
+    await transport.start()
+    yield transport
+    await transport.aclose()
+
+
+class Lent:
+    """A started transport lent to one client: the client's close leaves it running for the next."""
+
+    def __init__(self, transport: Any) -> None:
+        self._transport = transport
+
+    async def start(self) -> None:
+        pass
+
+    async def call(self, request: Any) -> Any:
+        return await self._transport.call(request)
+
+    async def aclose(self) -> None:
+        pass
+
+
+@pytest.fixture(scope="session")
 async def docker() -> AsyncIterator[aiodocker.Docker]:
     async with engine() as client:
         yield client

@@ -22,12 +22,13 @@ from agents.llm import LLMClient, ModelError, ModelSpec, RetryPolicy
 from agents.llm._litellm import litellm
 from agents.llm.errors import classify
 from agents.llm.server import Rule, ScriptedLLMServer, ScriptedToolCall, ServerConfig
-from agents.llm.transport import InProcessTransport, Transport, WorkerTransport
+from agents.llm.transport import InProcessTransport, Transport
 from agents.models import LLMModel, answer_as
 from environments import make_environment
 from environments.runtime import Runtime
 from foundation.local import LocalProvider
 from tasks import Task
+from tests.conftest import Lent
 
 MODEL = "anthropic/claude-scripted"
 KEY = "ant-test-SECRET-5b7e1d"  # not shaped like an sk- key: only the client's knowledge of it can redact it
@@ -51,23 +52,14 @@ async def _client(config: ServerConfig | None = None, *, policy: RetryPolicy = F
         yield server, LLMClient([spec], retry=policy, transport=transport or InProcessTransport())
 
 
-@pytest.fixture(scope="module")
-async def worker() -> AsyncIterator[WorkerTransport]:
-    """One LLM worker process for the module (starting one imports litellm: seconds)."""
-    transport = WorkerTransport(1)
-    await transport.start()
-    yield transport
-    await transport.aclose()
-
-
 def _elapsed_since(started: float) -> float:
     return asyncio.get_running_loop().time() - started
 
 
 @pytest.fixture(params=["in-process", "worker"])
 def transport(request: pytest.FixtureRequest) -> Transport | None:
-    """litellm in the test's process (None: the client's default), or in the module's worker."""
-    return request.getfixturevalue("worker") if request.param == "worker" else None
+    """litellm in the test's process (None: the client's default), or in the session's worker."""
+    return Lent(request.getfixturevalue("llm_worker")) if request.param == "worker" else None
 
 
 async def test_answer_usage_and_the_request_as_the_server_saw_it(transport: Transport | None) -> None:

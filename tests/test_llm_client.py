@@ -18,30 +18,15 @@ import structlog
 
 from agents.llm import LLMClient, ModelError, ModelLimits, ModelSpec, RetryPolicy
 from agents.llm.server import Rule, ScriptedLLMServer, ServerConfig
-from agents.llm.transport import Reply, Request, Transport
+from agents.llm.transport import Transport
 from agents.llm.transport import transport as make_transport
+from tests.conftest import Lent
 
 KEY = "sk-test-SECRET-4f2a9c"
 PRICED = "openai/gpt-4o-mini"  # in litellm's local price map
 UNPRICED = "openai/scripted-no-such-model"
 FAST = RetryPolicy(initial_backoff=0.05, max_backoff=0.2, retry_after_jitter=0.05)
 USER = [{"role": "user", "content": "list the files please"}]
-
-
-class _Borrowed:
-    """A started transport lent to one client: its client's close leaves it running for the next."""
-
-    def __init__(self, transport: Transport) -> None:
-        self._transport = transport
-
-    async def start(self) -> None:
-        pass
-
-    async def call(self, request: Request) -> Reply:
-        return await self._transport.call(request)
-
-    async def aclose(self) -> None:
-        pass
 
 
 @asynccontextmanager
@@ -51,7 +36,7 @@ async def _setup(config: ServerConfig | None = None, *, model: str = PRICED, pol
     async with ScriptedLLMServer(config) as server:
         spec = ModelSpec(name=model, api_base=f"{server.base_url}/v1", api_key=KEY, timeout=timeout,
                          limits=limits or ModelLimits())
-        transport = make_transport(0) if workers is None else _Borrowed(workers)
+        transport = make_transport(0) if workers is None else Lent(workers)
         client = LLMClient([spec], retry=policy, transport=transport)
         await client.transport.start()
         try:
@@ -60,19 +45,9 @@ async def _setup(config: ServerConfig | None = None, *, model: str = PRICED, pol
             await client.aclose()
 
 
-@pytest.fixture(scope="module")
-async def worker() -> AsyncIterator[Transport]:
-    """One worker process for the module's tests, as a sweep keeps its workers for every call
-    (starting one imports litellm: seconds per test otherwise)."""
-    transport = make_transport(1)
-    await transport.start()
-    yield transport
-    await transport.aclose()
-
-
 @pytest.fixture(params=["in-process", "worker"])
 def setup(request: pytest.FixtureRequest) -> Callable[..., Any]:
-    workers = request.getfixturevalue("worker") if request.param == "worker" else None
+    workers = request.getfixturevalue("llm_worker") if request.param == "worker" else None
     return functools.partial(_setup, workers=workers)
 
 

@@ -15,9 +15,10 @@ import pytest
 from agents.base import EpisodeOutcome, get_strategy
 from agents.llm import LLMClient, ModelSpec, RetryPolicy
 from agents.llm.server import Rule, ScriptedLLMServer, ScriptedToolCall, ServerConfig
-from agents.llm.transport import InProcessTransport, Transport, WorkerTransport
+from agents.llm.transport import InProcessTransport, Transport
 from agents.models import LLMModel
 from environments import make_environment
+from tests.conftest import Lent
 from tests.local_starter import local_runtime, starter
 
 KEY = "sk-test-tools-4c1f"
@@ -29,19 +30,10 @@ def bash(command: str) -> ScriptedToolCall:
     return ScriptedToolCall(name="bash", arguments=json.dumps({"command": command}))
 
 
-@pytest.fixture(scope="module")
-async def worker() -> AsyncIterator[WorkerTransport]:
-    """One LLM worker process for the module (starting one imports litellm: seconds)."""
-    transport = WorkerTransport(1)
-    await transport.start()
-    yield transport
-    await transport.aclose()
-
-
 @pytest.fixture(params=["in-process", "worker"])
 def transport(request: pytest.FixtureRequest) -> Transport | None:
-    """litellm in the test's process (None: the client's default), or in the module's worker."""
-    return request.getfixturevalue("worker") if request.param == "worker" else None
+    """litellm in the test's process (None: the client's default), or in the session's worker."""
+    return Lent(request.getfixturevalue("llm_worker")) if request.param == "worker" else None
 
 
 @asynccontextmanager
