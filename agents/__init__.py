@@ -9,6 +9,9 @@ from agents.base import (
            Message,
            Model,
            Strategy,
+           ToolAnswer,
+           ToolCall,
+           ToolModel,
            Turn,
            get_strategy,
 )
@@ -19,5 +22,5 @@ from agents.models import (
            fenced,
 )
 
-__all__ = ["STRATEGIES", "EpisodeOutcome", "LLMModel", "Message", "Model", "OracleModel", "Strategy", "Turn",
-           "check_llm", "fenced", "get_strategy"]
+__all__ = ["STRATEGIES", "EpisodeOutcome", "LLMModel", "Message", "Model", "OracleModel", "Strategy", "ToolAnswer",
+           "ToolCall", "ToolModel", "Turn", "check_llm", "fenced", "get_strategy"]
