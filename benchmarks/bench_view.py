@@ -100,8 +100,9 @@ def p95(values: list[float]) -> float:
 
 
 async def measure(outdir: Path, count: int, rounds: int) -> None:
-    server = await asyncio.create_subprocess_exec(sys.executable, "-m", "orchestrator", "view", str(outdir), "--port",
-                                                  "0", stdout=asyncio.subprocess.PIPE, cwd=PROJECT_ROOT)
+    # The store twice: the second is the other side of the side-by-side page (timed apart).
+    server = await asyncio.create_subprocess_exec(sys.executable, "-m", "orchestrator", "view", str(outdir), str(outdir),
+                                                  "--port", "0", stdout=asyncio.subprocess.PIPE, cwd=PROJECT_ROOT)
     try:
         assert server.stdout is not None
         base = re.search(r"(http://\S+)/ ", (await server.stdout.readline()).decode()).group(1)
@@ -116,6 +117,11 @@ async def measure(outdir: Path, count: int, rounds: int) -> None:
                 print(f"  {name:<40} median {statistics.median(values):7.1f} ms   p95 {p95(values):7.1f} ms")
             episode = [await timed(client, f"/s/0/episodes/{n}") for n in range(1, count, max(1, count // rounds))]
             print(f"  {'an episode (not in the p95 below)':<40} median {statistics.median(episode):7.1f} ms")
+            for name, path in (("side by side, every task (first time)", "/compare?a=0&b=1"),
+                               ("side by side, every task", "/compare?a=0&b=1"),
+                               ("side by side, one cell", "/compare?a=0&b=1&model=openai/gpt-4o-mini&strategy=react"
+                                                          "&task_set=mbpp")):
+                print(f"  {name + ' (not in the p95)':<40} {await timed(client, path):7.0f} ms")
             await after_a_change(client, outdir)
         print(f"view_p95_ms: {p95([t for values in times.values() for t in values]):.0f}")
     finally:

@@ -7,6 +7,7 @@ URL parameter is a 400 page of one line; a locked store a 503 of one line.
 
 from __future__ import annotations
 
+import asyncio
 import errno
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -17,6 +18,7 @@ from aiohttp import web
 from foundation.errors import ConfigError, UserError
 from orchestrator.nightly.compare import CompareSettings, Comparison, compare
 from orchestrator.nightly.outcomes import from_episodes
+from orchestrator.report.data import Results
 from orchestrator.view import compare_pages, pages
 from orchestrator.view.layout import esc, link, live, page, table
 from orchestrator.view.pairs import pair_page
@@ -162,10 +164,13 @@ async def _comparison(request: web.Request, a: Source, b: Source) -> tuple[str, 
     key, both = (a.index, b.index), f"{token_text(first.token)}/{token_text(second.token)}"
     cached = request.app[COMPARISONS].get(key)
     if cached is None or cached[0] != both:
-        result = compare(from_episodes(first.results.episodes), from_episodes(second.results.episodes),
-                         COMPARE_SETTINGS)
+        result = await asyncio.to_thread(_compare, first.results, second.results)  # bootstraps: off the loop
         request.app[COMPARISONS][key] = cached = (both, result)
     return cached
+
+
+def _compare(baseline: Results, current: Results) -> Comparison:
+    return compare(from_episodes(baseline.episodes), from_episodes(current.episodes), COMPARE_SETTINGS)
 
 
 async def comparison(request: web.Request) -> web.StreamResponse:
