@@ -33,6 +33,7 @@ from orchestrator.store import EpisodeKey, EpisodeRecord, LLMCall, Store, TurnRe
 from orchestrator.view.app import serving
 from orchestrator.view.queries import PAGE_SIZE
 from orchestrator.view.source import Source
+from orchestrator.view.sweeplog import PlannedEpisodes
 
 SWEEP = """name = "view-test"
 strategies = ["single", "try_again"]
@@ -101,7 +102,7 @@ async def test_the_overview_shows_the_reports_cells_intervals_and_plots(sweeps):
     async with viewer(a) as (_, client):
         assert (await get(client, "/", 302)) is not None
         page = await get(client, "/s/0")
-    assert f'<span id="episode-count">{EPISODES}</span>' in page
+    assert f'<span id="episode-count">{EPISODES}</span> of <span id="planned">{EPISODES}</span> planned (100.0%)' in page
     assert column(page, "cells", 5) == [ci_text(s) for s in view.summaries]  # the report's own intervals
     assert column(page, "progress", 3) == [str(s.episodes) for s in view.summaries]
     assert page.count("<svg") == len(view.curves) + len({s.model for s in view.summaries})
@@ -229,6 +230,22 @@ async def current_overview(client: aiohttp.ClientSession) -> str:
                 return page
         await asyncio.sleep(0.05)
     raise AssertionError("the overview's statistics did not catch up")
+
+
+def test_the_planned_count_is_the_latest_runs_and_a_half_written_line_waits(tmp_path):
+    planned = PlannedEpisodes.of(tmp_path)
+    assert planned.read() is None  # no log yet
+    log = tmp_path / "sweep.log"
+    log.write_text('{"event": "sweep_start", "planned": 40}\n{"event": "error", "text": "sweep_start planned"}\n')
+    assert planned.read() == 40
+    with log.open("a") as out:
+        out.write('{"event": "sweep_start", "pla')
+        out.flush()
+        assert planned.read() == 40
+        out.write('nned": 60}\n')
+    assert planned.read() == 60
+    log.write_text('{"event": "sweep_start", "planned": 7}\n')  # replaced by a shorter log
+    assert planned.read() == 7
 
 
 def sha256(path: Path) -> str:

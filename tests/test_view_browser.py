@@ -216,6 +216,7 @@ async def test_a_running_sweeps_overview_counts_its_episodes(chromium, tmp_path)
                     await asyncio.wait_for(sweep.wait(), 0.01)
             await browser.wait_for("document.querySelector('#run-status')?.textContent === 'finished'")
             final = await browser.text("#episode-count")
+            assert await browser.text("#planned") == "5"
     finally:
         if sweep.returncode is None:
             sweep.terminate()

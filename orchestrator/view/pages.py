@@ -38,7 +38,8 @@ def overview(source: Source, now: Overview) -> str:
     run_text = (f"run {last_run.id} <span id=\"run-status\">{esc(last_run.status)}</span> since "
                 f"{when(last_run.started_at)} UTC on {esc(last_run.host)}" if last_run else "no run recorded")
     parts = [f"<h1>Sweep {esc(results.sweep)}</h1>",
-             f"<p><code>{esc(source.path)}</code> · <span id=\"episode-count\">{stored}</span> episodes stored"
+             f"<p><code>{esc(source.path)}</code> · <span id=\"episode-count\">{stored}</span>{_of_planned(now)} "
+             "episodes stored"
              f"{esc(cut_text(view.cut_by_budget))} · overall success {pct(view.overall_success)} · {run_text} · "
              f"{link(f'/s/{source.index}/episodes', 'all episodes')}</p>",
              "<h2>Progress per cell</h2>", _progress_table(source, progress)]
@@ -48,6 +49,14 @@ def overview(source: Source, now: Overview) -> str:
     if view.summaries:
         parts += _report(source, view)
     return "\n".join(parts)
+
+
+def _of_planned(now: Overview) -> str:
+    """" of N planned (x%)" when the sweep's log says how many its latest run planned."""
+    if not now.planned:
+        return ""
+    stored = sum(p.episodes for p in now.progress)
+    return f' of <span id="planned">{now.planned}</span> planned ({pct(stored / now.planned)})'
 
 
 def _progress_table(source: Source, progress: list[CellProgress]) -> str:

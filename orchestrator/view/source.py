@@ -22,6 +22,7 @@ from orchestrator.report.view import ReportView, build_view
 from orchestrator.store.reader import REQUIRED_TABLES, database_path
 from orchestrator.store.store import SCHEMA_VERSION
 from orchestrator.view.queries import CellProgress, progress
+from orchestrator.view.sweeplog import PlannedEpisodes
 
 T = TypeVar("T")
 BUSY_TIMEOUT_S = 1.0  # how long a reader waits on a lock before saying the store is locked
@@ -48,6 +49,7 @@ class Overview:
     token: tuple[Any, ...]
     progress: list[CellProgress]
     snapshot: Snapshot
+    planned: int | None  # episodes the sweep's latest run planned (sweep.log); None when unknown
 
     @property
     def current(self) -> bool:
@@ -70,6 +72,7 @@ class Source:
     _snapshot: Snapshot | None = None
     _refresh: asyncio.Task[Snapshot] | None = None
     _progress: tuple[tuple[Any, ...], list[CellProgress]] | None = field(default=None, repr=False)
+    _planned: PlannedEpisodes | None = field(default=None, repr=False)
 
     @classmethod
     def open(cls, index: int, outdir: Path) -> Source:
@@ -81,7 +84,7 @@ class Source:
         if not version.isdigit() or int(version) > int(SCHEMA_VERSION):
             raise ConfigError(f"{path} has schema version {version}, newer than this viewer reads ({SCHEMA_VERSION}): "
                               "view it with the orchestrator version that wrote it")
-        return cls(index, outdir, path, meta.get("sweep") or outdir.name)
+        return cls(index, outdir, path, meta.get("sweep") or outdir.name, _planned=PlannedEpisodes.of(outdir))
 
     async def rows(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """The rows of one query, read in a worker thread."""
@@ -103,8 +106,9 @@ class Source:
         task = self._refresh_for(token)
         if self._snapshot is None and task is not None:
             await asyncio.shield(task)  # the first view: wait (shielded: a client leaving must not cancel it)
-        assert self._snapshot is not None
-        return Overview(token, await self._progress_at(token), self._snapshot)
+        assert self._snapshot is not None and self._planned is not None
+        planned = await asyncio.to_thread(self._planned.read)
+        return Overview(token, await self._progress_at(token), self._snapshot, planned)
 
     async def snapshot(self) -> Snapshot:
         """The report's view as of now, waiting for it when the store moved."""
