@@ -44,7 +44,7 @@ def overview(source: Source, now: Overview) -> str:
              f"{link(f'/s/{source.index}/episodes', 'all episodes')}</p>",
              "<h2>Progress per cell</h2>", _progress_table(source, progress)]
     if not now.current:
-        parts.append(f'<p class="warn" id="behind">The statistics below are of the first {len(results.episodes)} '
+        parts.append(f'<p class="warn" id="behind">The statistics below are of {len(results.episodes)} '
                      "episodes: those stored since are being added (a page that is open updates itself).</p>")
     if view.summaries:
         parts += _report(source, view)
@@ -63,7 +63,7 @@ def _progress_table(source: Source, progress: list[CellProgress]) -> str:
     rows = []
     for p in progress:
         cell = (p.model, p.strategy, p.task_set)
-        unsolved = p.episodes - p.successes - p.cut
+        unsolved = p.episodes - p.successes  # what the link lists: cut episodes included (they are not solved)
         rows.append([esc(p.model), esc(p.strategy), esc(p.task_set),
                      f'<span class="stored">{cell_link(source, cell, p.episodes)}</span>', str(p.successes),
                      cell_link(source, cell, unsolved, success="no", sort="reward-asc") if unsolved else "0",
