@@ -2,7 +2,7 @@
 
 Two small sweeps (the oracle and a simulated LLM that knows half the tasks, over the starter Bash
 and Python sets; the second with another seed) give the stores; episodes written through the
-store's own writer give the escaping and live cases. Bad inputs go through the command itself.
+store's own writer give the escaping and live cases (those need no engine). Bad inputs go through the command itself.
 """
 
 from __future__ import annotations
@@ -93,14 +93,14 @@ def column(page: str, table_id: str, index: int) -> list[str]:
     return [html.unescape(re.sub(r"<[^>]+>", "", c[index])) for c in cells]
 
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
-
-
+@pytest.mark.docker
+@pytest.mark.slow
 async def test_the_overview_shows_the_reports_cells_intervals_and_plots(sweeps):
     a, _ = sweeps
     view = build_view(load_results(a))
     async with viewer(a) as (_, client):
-        assert (await get(client, "/", 302)) is not None
+        async with client.get("/", allow_redirects=False) as response:  # one store: straight to its overview
+            assert (response.status, response.headers["Location"]) == (302, "/s/0")
         page = await get(client, "/s/0")
     assert f'<span id="episode-count">{EPISODES}</span> of <span id="planned">{EPISODES}</span> planned (100.0%)' in page
     assert column(page, "cells", 5) == [ci_text(s) for s in view.summaries]  # the report's own intervals
@@ -109,6 +109,8 @@ async def test_the_overview_shows_the_reports_cells_intervals_and_plots(sweeps):
     assert 'id="live"' in page and "http" not in page.split("<body>")[1].replace("http://www.w3.org/2000/svg", "")
 
 
+@pytest.mark.docker
+@pytest.mark.slow
 async def test_lists_filter_sort_and_page_without_reading_the_whole_store(sweeps):
     a, _ = sweeps
     async with viewer(a) as (_, client):
@@ -135,6 +137,8 @@ async def test_lists_filter_sort_and_page_without_reading_the_whole_store(sweeps
         await get(client, "/s/5", 404)
 
 
+@pytest.mark.docker
+@pytest.mark.slow
 async def test_an_episode_shows_task_gold_turns_calls_and_lineage(sweeps):
     a, _ = sweeps
     (episode_id, query, gold, digest), = rows(a, "SELECT id, query, gold, image_digest FROM episodes WHERE model = "
@@ -154,6 +158,8 @@ async def test_an_episode_shows_task_gold_turns_calls_and_lineage(sweeps):
     assert host in column(page, "lineage", 1)
 
 
+@pytest.mark.docker
+@pytest.mark.slow
 async def test_two_runs_side_by_side_list_flipped_tasks_first(sweeps):
     a, b = sweeps
     with closing(sqlite3.connect(a / "results.db")) as db:
@@ -252,6 +258,8 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@pytest.mark.docker
+@pytest.mark.slow
 async def test_the_viewer_never_writes(sweeps):
     a, b = sweeps
     before = {p: sha256(p / "results.db") for p in (a, b)}
@@ -270,6 +278,8 @@ def one_error_line(capsys) -> str:
     return err[0]
 
 
+@pytest.mark.docker
+@pytest.mark.slow
 def test_bad_inputs_are_one_line_and_exit_2(sweeps, tmp_path, capsys):
     a, _ = sweeps
     (tmp_path / "empty").mkdir()
@@ -298,6 +308,8 @@ def test_bad_inputs_are_one_line_and_exit_2(sweeps, tmp_path, capsys):
         holder.execute("ROLLBACK")
 
 
+@pytest.mark.docker
+@pytest.mark.slow
 def test_the_command_serves_until_stopped(sweeps):
     a, _ = sweeps
     process = subprocess.Popen([sys.executable, "-m", "orchestrator", "view", str(a), "--port", "0"],
