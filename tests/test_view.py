@@ -238,6 +238,22 @@ async def current_overview(client: aiohttp.ClientSession) -> str:
     raise AssertionError("the overview's statistics did not catch up")
 
 
+async def test_a_store_locked_while_viewed_is_a_one_line_503(tmp_path):
+    out = tmp_path / "locked"
+    async with writer(out) as (store, run):
+        await store.add_episode(run, "written", record(0, "x", [1.0], status="solved"))
+    async with viewer(out) as (_, client):
+        with closing(sqlite3.connect(out / "results.db", isolation_level=None)) as holder:
+            holder.execute("PRAGMA locking_mode = EXCLUSIVE")
+            holder.execute("BEGIN EXCLUSIVE")
+            holder.execute("UPDATE meta SET value = value")
+            page = await get(client, "/s/0/episodes", 503)
+            assert page.count('class="bad"') == 1 and "is locked by another process" in page
+            holder.execute("ROLLBACK")
+        holder_gone = await get(client, "/s/0/episodes")
+        assert column(holder_gone, "episodes", 1) == ["starter-bash/0"]
+
+
 def test_the_planned_count_is_the_latest_runs_and_a_half_written_line_waits(tmp_path):
     planned = PlannedEpisodes.of(tmp_path)
     assert planned.read() is None  # no log yet
