@@ -13,7 +13,8 @@
    over the starter SQL tasks (one shared server, a connection per episode). Ideal throughput is
    256 episodes per 10 s; the figure is achieved / ideal over the whole sweep (start-up and close
    included; `llm_bound_share_steady` is the same over the episode phase), with the peak RSS of
-   the sweep process plus its LLM worker processes.
+   the sweep process plus its LLM worker processes. `--llm-workers 1,2 --rounds 2` measures each
+   count of LLM worker processes in alternation and prints their medians side by side.
 
 Each sweep runs in a child process, so its peak RSS is its own. Ends with one `name: value` line
 per figure.
@@ -200,8 +201,8 @@ def llm_part(work: Path, concurrency: int, turns: int, epochs: int, latency: flo
                                str(latency), "--answer", WRONG], stdout=subprocess.DEVNULL)
     try:
         wait_for_port(port, server)
-        out = work / "llm-bound"
-        sweep = work / "llm-bound.toml"
+        out = Path(tempfile.mkdtemp(dir=work, prefix="llm-bound-"))  # a fresh store for every run
+        sweep = out.with_suffix(".toml")
         sweep.write_text(LLM_BOUND.format(out=out, concurrency=concurrency, turns=turns, epochs=epochs,
                                           workers=workers, api_base=f"http://127.0.0.1:{port}/v1"))
         os.environ["BENCH_LOCAL_KEY"] = "sk-bench-local"
@@ -245,7 +246,9 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=0, help="LLM-bound epochs over the 5 SQL tasks "
                                                               "(default: the concurrency, so exactly 5 waves)")
     parser.add_argument("--latency", type=float, default=1.0)
-    parser.add_argument("--llm-workers", type=int, default=1, help="the LLM-bound sweep's llm_workers")
+    parser.add_argument("--llm-workers", default="1", help="the LLM-bound sweep's llm_workers; several, "
+                                                             "comma-separated (1,2), are measured in alternation")
+    parser.add_argument("--rounds", type=int, default=1, help="LLM-bound sweeps per llm_workers count")
     parser.add_argument("--skip-oracle", action="store_true")
     args = parser.parse_args()
     if args.child:
@@ -256,7 +259,19 @@ def main() -> None:
         work = Path(directory)
         figures = {} if args.skip_oracle else oracle_part(work, data_dir)
         epochs = args.epochs or args.concurrency  # 5 tasks x concurrency epochs: exactly 5 waves
-        figures |= llm_part(work, args.concurrency, args.turns, epochs, args.latency, args.llm_workers)
+        counts = [int(n) for n in args.llm_workers.split(",")]
+        shares: dict[int, list[float]] = {n: [] for n in counts}
+        for _ in range(args.rounds):
+            for n in counts:
+                print(f"LLM-bound with llm_workers = {n}:")
+                result = llm_part(work, args.concurrency, args.turns, epochs, args.latency, n)
+                shares[n].append(result["llm_bound_share_of_ideal"])
+                figures |= result
+        if len(counts) > 1 or args.rounds > 1:
+            for n in counts:
+                runs = ", ".join(f"{share:.3f}" for share in shares[n])
+                print(f"llm_bound_share_workers_{n}: {statistics.median(shares[n]):.3f} (runs: {runs})")
+            figures["llm_bound_share_of_ideal"] = statistics.median(shares[counts[0]])
     for name in ("oracle_eps_cold", "oracle_eps_whole_c1", "oracle_eps_whole_c16", "oracle_reward_mismatches",
                  "speedup_c16_vs_c1", "oracle_eps_c16_capped", "oracle_eps_c16_uncapped", "disk_cap_ratio",
                  "llm_bound_failed", "llm_bound_share_steady"):

@@ -49,7 +49,8 @@ class _Inline(concurrent.futures.ThreadPoolExecutor):
 
 
 async def serve(protocol_out: int) -> None:
-    from .transport import (  # imports litellm
+    from ._litellm import litellm  # noqa: F401 — imported before "ready": the first calls must not wait on it
+    from .transport import (
         InProcessTransport,
         error_fields,
         frame,
