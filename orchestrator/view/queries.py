@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from foundation.errors import ConfigError
+from orchestrator.store.records import LLMCall, TurnRecord
 
 PAGE_SIZE = 50
 STATUSES = ("solved", "submitted", "max_turns", "model_error", "budget_exhausted", "timeout", "task_error",
@@ -176,33 +177,13 @@ def progress(db: sqlite3.Connection) -> list[CellProgress]:
 
 
 @dataclass(frozen=True)
-class Turn:
-    output: str
-    action: str | None
-    observation: str
-    reward: float
-    executed: bool
-
-
-@dataclass(frozen=True)
-class Call:
-    model: str
-    served_model: str | None
-    prompt_tokens: int
-    completion_tokens: int
-    latency_s: float
-    attempts: int
-    cost_usd: float | None
-
-
-@dataclass(frozen=True)
 class EpisodeDetail:
     """Everything stored about one episode, with its run's lineage."""
 
     fields: dict[str, Any]  # the episodes row, by column name
     run: dict[str, Any]  # the runs row it was stored by
-    turns: list[Turn]
-    calls: list[Call]
+    turns: list[TurnRecord]
+    calls: list[LLMCall]
 
 
 def episode_detail(db: sqlite3.Connection, episode_id: int) -> EpisodeDetail | None:
@@ -213,10 +194,10 @@ def episode_detail(db: sqlite3.Connection, episode_id: int) -> EpisodeDetail | N
     run = db.execute("SELECT id, host, git_sha, sweep_hash, started_at, status FROM runs WHERE id = ?",
                      (row["run_id"],)).fetchone()
     db.row_factory = None
-    turns = [Turn(o, a, obs, r, bool(x)) for o, a, obs, r, x in db.execute(
+    turns = [TurnRecord(o, a, obs, r, bool(x)) for o, a, obs, r, x in db.execute(
         "SELECT output, action, observation, reward, executed FROM turns WHERE episode_id = ? ORDER BY idx",
         (episode_id,))]
-    calls = [Call(*c) for c in db.execute(
+    calls = [LLMCall(*c) for c in db.execute(
         "SELECT model, served_model, prompt_tokens, completion_tokens, latency_s, attempts, cost_usd FROM llm_calls "
         "WHERE episode_id = ? ORDER BY idx", (episode_id,))]
     return EpisodeDetail(dict(row), dict(run) if run else {}, turns, calls)
