@@ -16,7 +16,7 @@ from orchestrator.report.cli import run, write_report
 from orchestrator.report.data import load_results
 from orchestrator.report.summary import summarize_all, turn_budget_curve
 from orchestrator.report.svg import BOTTOM, HEIGHT, TOP
-from orchestrator.report.view import build_view
+from orchestrator.report.view import build_view, cost_text
 
 SCHEMA = Path(cli.__file__).parent / "store" / "schema.sql"
 REPORT_MODULE = "orchestrator.report.cli"
@@ -122,6 +122,17 @@ def test_cell_numbers(filled):
     llama = by_cell["llama", "single", "fs2"]
     assert (llama.total_tokens, llama.cost_usd, llama.unpriced_episodes) == (5000, 0.5, 1)
     assert llama.failures["model"] == 1
+
+
+def test_an_episode_without_calls_cost_nothing_not_unknown(make_db):
+    db = make_db()
+    run_id = db.run()
+    db.episode(run_id, "oracle", "single", "fs1", [1.0], tokens=(0, 0))  # stored before: cost NULL
+    db.episode(run_id, "gpt", "single", "fs1", [1.0], tokens=(100, 20))  # calls made, none priced
+    by_cell = {(c.model, c.strategy, c.task_set): c for c in summarize_all(load_results(db.outdir).episodes)}
+    oracle, gpt = by_cell["oracle", "single", "fs1"], by_cell["gpt", "single", "fs1"]
+    assert (oracle.cost_usd, oracle.unpriced_episodes) == (0.0, 0) and cost_text(oracle) == "$0.0000"
+    assert cost_text(gpt) == "unknown"
 
 
 def test_turn_budget_curve(filled):

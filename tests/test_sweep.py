@@ -66,6 +66,7 @@ def test_the_quickstart_runs_then_a_second_run_only_reports(tmp_path, capsys):
     assert len(git_sha) >= 40 and len(sweep_hash) == 64 and status == "finished"
     assert rows(out, "SELECT count(*) FROM llm_calls") == rows(out, "SELECT count(*) FROM turns t JOIN episodes e "
                                                                     "ON e.id = t.episode_id WHERE e.model != 'oracle'")
+    assert rows(out, "SELECT DISTINCT cost_usd FROM episodes WHERE model = 'oracle'") == [(0.0,)]  # no call, nothing paid
     assert (out / "report.html").is_file() and (out / "sweep.log").is_file()
     assert all(json.loads(line)["event"] for line in (out / "sweep.log").read_text().splitlines())
     assert sweep(QUICKSTART, "--output", out) == 0  # the same sweep again: nothing to run

@@ -103,8 +103,14 @@ def _read(db: sqlite3.Connection, path: Path) -> Results:
     return Results(path, meta, runs, episodes, digests, served)
 
 
+def _cost(stored: float | None, unpriced: int, tokens: int) -> float | None:
+    """An episode without a call (no token, no unpriced call: the oracle, a replay) cost nothing;
+    stores written before such episodes were stored at 0 hold None for them."""
+    return 0.0 if stored is None and not unpriced and not tokens else stored
+
+
 def _episode(row: tuple) -> Episode:
     *head, success, n_turns, max_turns, prompt, completion, cost, unpriced, first_full = row
     return Episode(*head, success=bool(success), n_turns=n_turns, max_turns=max_turns, prompt_tokens=prompt,
-                   completion_tokens=completion, cost_usd=cost, unpriced_calls=unpriced,
+                   completion_tokens=completion, cost_usd=_cost(cost, unpriced, prompt + completion), unpriced_calls=unpriced,
                    first_full_turn=None if first_full is None else first_full + 1)

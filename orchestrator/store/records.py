@@ -70,5 +70,8 @@ class EpisodeRecord:
 
     @property
     def cost_usd(self) -> float | None:
+        """What its calls cost; 0 without any (the oracle, a replay), None when none could be priced."""
+        if not self.calls:
+            return 0.0
         known = [c.cost_usd for c in self.calls if c.cost_usd is not None]
         return sum(known) if known else None
