@@ -1,26 +1,48 @@
-"""`python -m orchestrator export OUTDIR --format intercode`: a sweep's episodes as trajectory files."""
+"""`python -m orchestrator export OUTDIR --format intercode|inspect`: a sweep's episodes as trajectory
+files in the original InterCode format, or as Inspect AI eval logs (the optional `inspect` extra)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from foundation.errors import ConfigError
 from orchestrator.cli import handler_of
 from orchestrator.store.export import export_intercode
 
+Exporter = Callable[[Path, Path], list[Path]]
+WRITES = {"intercode": "trajectory files", "inspect": "Inspect AI eval logs"}
+INSPECT_EXTRA = "pip install 'intercode-orchestrator[inspect]'"
+
 
 def add_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser("export", help="write a sweep's episodes in the original InterCode trajectory format")
+    parser = subparsers.add_parser("export", help="write a sweep's episodes as InterCode trajectories or Inspect AI logs")
     parser.add_argument("outdir", type=Path, metavar="OUTDIR", help="the sweep's output directory")
-    parser.add_argument("--format", choices=["intercode"], default="intercode", help="the only format: intercode")
-    parser.add_argument("--to", type=Path, metavar="DIR", help="where to write (default: OUTDIR/export/intercode)")
+    parser.add_argument("--format", choices=list(WRITES), default="intercode",
+                        help="intercode: the original's trajectory files (default); inspect: Inspect AI eval logs, "
+                             "one per model × strategy × task set (needs the inspect extra)")
+    parser.add_argument("--to", type=Path, metavar="DIR", help="where to write (default: OUTDIR/export/FORMAT)")
     parser.set_defaults(**handler_of(run))
 
 
 async def run(args: argparse.Namespace) -> int:
     target = args.to or args.outdir / "export" / args.format
-    paths = await asyncio.to_thread(export_intercode, args.outdir, target)
-    print(f"{len(paths)} trajectory files in {target}")
+    paths = await asyncio.to_thread(exporter(args.format), args.outdir, target)
+    print(f"{len(paths)} {WRITES[args.format]} in {target}")
     return 0
+
+
+def exporter(fmt: str) -> Exporter:
+    """The function writing `fmt`; inspect_ai is imported only here, when its format is asked for."""
+    if fmt == "intercode":
+        return export_intercode
+    try:
+        from orchestrator.store.inspect_log import export_inspect
+    except ImportError as exc:
+        if (exc.name or "").partition(".")[0] != "inspect_ai":
+            raise
+        raise ConfigError(f"--format inspect needs inspect_ai, an optional extra: {INSPECT_EXTRA}") from None
+    return export_inspect

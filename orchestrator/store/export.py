@@ -33,7 +33,7 @@ def export_intercode(outdir: Path, target: Path) -> list[Path]:
     epochs = {key[3] for key in groups}
     written = []
     for (model, strategy, task_set, epoch), episodes in sorted(groups.items()):
-        name = "__".join(_safe(part) for part in (model, strategy, task_set))
+        name = "__".join(safe_name(part) for part in (model, strategy, task_set))
         path = target / (f"{name}__epoch{epoch}.json" if len(epochs) > 1 else f"{name}.json")
         path.write_text(json.dumps({str(i): e for i, e in enumerate(episodes)}, indent=1))
         written.append(path)
@@ -75,5 +75,6 @@ def _episode(env: str, dataset: str, index: int, query: str, max_turns: int,
     }
 
 
-def _safe(text: str) -> str:
+def safe_name(text: str) -> str:
+    """A model, strategy or task set name as a piece of a file name."""
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "x"

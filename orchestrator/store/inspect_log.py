@@ -1,0 +1,175 @@
+"""Stored episodes written out as Inspect AI eval logs: `export --format inspect`.
+
+One `.eval` log per model × strategy × task set, built from inspect_ai's own log types and written
+by `inspect_ai.log.write_eval_log`, so `inspect view DIR` opens them and `read_eval_log` reads
+them back. inspect_ai is an optional extra (`intercode-orchestrator[inspect]`): this module imports
+it at the top, and only `export --format inspect` imports this module.
+
+How a cell becomes a log:
+- task: the task set; solver: the strategy; model: the sweep's model in Inspect's provider/name
+  shape (see `inspect_model`), the sweep's own name kept in the log's metadata.
+- One sample per episode: id = the task id and epoch = the episode's epoch + 1 (Inspect counts
+  from 1); input = the query, target = the gold; messages = the query, then per turn the model's
+  answer (its action as a tool call named after the environment) and the observation (the tool's
+  reply; a user message when the answer held no action); scores `success` (1 or 0) and `reward`
+  (the best reward over the turns); metadata = status, failure class, error, image and digest,
+  served model; model usage = the tokens of the episode's LLM calls.
+- Results: `success` with `accuracy` (the success rate) and `reward` with `mean`, counted as the
+  report counts them: an episode cut short by the budget is incomplete, a sample without scores.
+- An infrastructure failure is a sample with an `error`, scored as a failure (the report keeps it
+  in the denominator); the log still succeeds, as Inspect's own do when errors don't stop the
+  eval. The log's status is the sweep's: success when its last run finished, started while one
+  runs, cancelled when it was interrupted, error when it failed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections import defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from inspect_ai.log import (EvalConfig, EvalDataset, EvalError, EvalLog, EvalMetric, EvalPlan, EvalPlanStep,
+                            EvalResults, EvalSample, EvalScore, EvalSpec, EvalStats, write_eval_log)
+from inspect_ai.model import (ChatCompletionChoice, ChatMessage, ChatMessageAssistant, ChatMessageTool,
+                              ChatMessageUser, ModelOutput, ModelUsage)
+from inspect_ai.scorer import Score
+from inspect_ai.tool import ToolCall
+
+from orchestrator.store.export import safe_name
+from orchestrator.store.reader import read_only
+
+Cell = tuple[str, str, str]  # (model, strategy, task_set)
+LOG_STATUS = {"finished": "success", "running": "started", "interrupted": "cancelled", "failed": "error"}
+NO_MODEL = {"oracle": "none/oracle", "replay": "none/replay"}  # models that make no LLM call
+_EPISODE_COLUMNS = ("id, task_id, epoch, env, dataset, task_index, query, gold, status, failure_class, error, "
+                    "reward, success, n_turns, max_turns, prompt_tokens, completion_tokens, cost_usd, attempts, "
+                    "image, image_digest, served_model, started_at, finished_at")
+
+
+def export_inspect(outdir: Path, target: Path) -> list[Path]:
+    """Write one `.eval` log per cell under `target`; returns their paths."""
+    with read_only(outdir) as db:
+        db.row_factory = sqlite3.Row
+        sweep = _sweep(db)
+        logs = {cell: _log(db, sweep, cell) for cell in _cells(db)}
+    target.mkdir(parents=True, exist_ok=True)
+    written = []
+    for cell, log in logs.items():
+        path = target / ("__".join(safe_name(part) for part in cell) + ".eval")
+        write_eval_log(log, path, format="eval")
+        written.append(path)
+    return written
+
+
+def inspect_model(model: str) -> str:
+    """The sweep's model as Inspect names one, `provider/name`: a litellm name with a provider stays
+    as it is, a bare one becomes `litellm/NAME`; `oracle` and `replay:FILE`, which call no model,
+    become `none/oracle` and `none/replay`."""
+    kind = model.partition(":")[0]
+    if kind in NO_MODEL:
+        return NO_MODEL[kind]
+    return model if "/" in model else f"litellm/{model}"
+
+
+def _sweep(db: sqlite3.Connection) -> dict[str, Any]:
+    meta = {row["key"]: row["value"] for row in db.execute("SELECT key, value FROM meta")}
+    first, last = (db.execute(f"SELECT started_at, status, git_sha FROM runs ORDER BY id {order} LIMIT 1").fetchone()
+                   for order in ("ASC", "DESC"))
+    return {"name": meta.get("sweep", ""), "identity": meta.get("identity", ""),
+            "created": first["started_at"] if first else 0.0, "status": LOG_STATUS.get(last and last["status"], "error"),
+            "git_sha": last and last["git_sha"]}
+
+
+def _cells(db: sqlite3.Connection) -> list[Cell]:
+    return [tuple(row) for row in db.execute("SELECT DISTINCT model, strategy, task_set FROM episodes ORDER BY 1, 2, 3")]
+
+
+def _log(db: sqlite3.Connection, sweep: dict[str, Any], cell: Cell) -> EvalLog:
+    model, strategy, task_set = cell
+    name = inspect_model(model)
+    episodes = db.execute(f"SELECT {_EPISODE_COLUMNS} FROM episodes WHERE model = ? AND strategy = ? AND task_set = ? "
+                          "ORDER BY dataset, task_index, epoch", cell).fetchall()
+    turns = defaultdict(list)
+    for row in db.execute("SELECT t.* FROM turns t JOIN episodes e ON e.id = t.episode_id WHERE e.model = ? "
+                          "AND e.strategy = ? AND e.task_set = ? ORDER BY t.episode_id, t.idx", cell):
+        turns[row["episode_id"]].append(row)
+    samples = [_sample(name, e, turns[e["id"]]) for e in episodes]
+    usage = [u for s in samples for u in s.model_usage.values()]
+    spec = EvalSpec(
+        eval_id=_digest(sweep["identity"], *cell), run_id=_digest(sweep["identity"]), created=_utc(sweep["created"]),
+        task=task_set, task_id=_digest(task_set), solver=strategy, model=name,
+        dataset=EvalDataset(name=task_set, samples=len({e["task_id"] for e in episodes}),
+                            sample_ids=sorted({e["task_id"] for e in episodes})),
+        config=EvalConfig(epochs=1 + max(e["epoch"] for e in episodes)),
+        metadata={"sweep": sweep["name"], "model": model, "strategy": strategy, "task_set": task_set,
+                  "git_sha": sweep["git_sha"]})
+    return EvalLog(
+        status=sweep["status"], eval=spec,
+        plan=EvalPlan(steps=[EvalPlanStep(solver=strategy, params={"max_turns": max(e["max_turns"] for e in episodes)})]),
+        results=_results(episodes),
+        stats=EvalStats(started_at=_utc(min(e["started_at"] for e in episodes)),
+                        completed_at=_utc(max(e["finished_at"] for e in episodes)),
+                        model_usage={name: sum(usage[1:], usage[0])} if usage else {}),
+        samples=samples)
+
+
+def _results(episodes: list[sqlite3.Row]) -> EvalResults:
+    """Success rate and mean reward over the complete episodes (those the budget cut are left out)."""
+    done = [e for e in episodes if e["status"] != "budget_exhausted"]
+    scores = []
+    if done:
+        counts = {"scored_samples": len(done), "unscored_samples": len(episodes) - len(done)}
+        rate = sum(e["success"] for e in done) / len(done)
+        mean = sum(e["reward"] for e in done) / len(done)
+        scores = [EvalScore(name="success", scorer="success", **counts,
+                            metrics={"accuracy": EvalMetric(name="accuracy", value=rate)}),
+                  EvalScore(name="reward", scorer="reward", **counts,
+                            metrics={"mean": EvalMetric(name="mean", value=mean)})]
+    return EvalResults(total_samples=len(episodes), completed_samples=len(done), scores=scores)
+
+
+def _sample(model: str, e: sqlite3.Row, turns: list[sqlite3.Row]) -> EvalSample:
+    messages = _messages(model, e["env"], e["query"], turns)
+    answers = [m for m in messages if isinstance(m, ChatMessageAssistant)]
+    usage = ModelUsage(input_tokens=e["prompt_tokens"], output_tokens=e["completion_tokens"],
+                       total_tokens=e["prompt_tokens"] + e["completion_tokens"], total_cost=e["cost_usd"])
+    scored = e["status"] != "budget_exhausted"
+    last_action = next((t["action"] for t in reversed(turns) if t["action"] is not None), None)
+    return EvalSample(
+        id=e["task_id"], epoch=e["epoch"] + 1, input=e["query"], target=e["gold"], messages=messages,
+        output=ModelOutput(model=model, choices=[ChatCompletionChoice(message=answers[-1])] if answers else [],
+                           usage=usage),
+        scores={"success": Score(value=float(e["success"]), answer=last_action, explanation=e["status"]),
+                "reward": Score(value=e["reward"])} if scored else None,
+        metadata={key: e[key] for key in ("status", "failure_class", "error", "env", "dataset", "task_index",
+                                          "n_turns", "max_turns", "attempts", "image", "image_digest", "served_model")},
+        model_usage={model: usage} if e["prompt_tokens"] or e["completion_tokens"] else {},
+        started_at=_utc(e["started_at"]), completed_at=_utc(e["finished_at"]),
+        total_time=e["finished_at"] - e["started_at"],
+        error=EvalError(message=e["error"] or e["status"], traceback="", traceback_ansi="")
+        if e["failure_class"] == "infra" else None)
+
+
+def _messages(model: str, env: str, query: str, turns: list[sqlite3.Row]) -> list[ChatMessage]:
+    """The query, then each turn: the model's answer (its action as a tool call) and the observation."""
+    messages: list[ChatMessage] = [ChatMessageUser(content=query)]
+    for turn in turns:
+        call = f"turn-{turn['idx']}"
+        tool_calls = [ToolCall(id=call, function=env, arguments={"code": turn["action"]})] if turn["action"] else None
+        messages.append(ChatMessageAssistant(content=turn["output"], model=model, tool_calls=tool_calls,
+                                             metadata={"reward": turn["reward"], "executed": bool(turn["executed"])}))
+        messages.append(ChatMessageTool(content=turn["observation"], tool_call_id=call, function=env)
+                        if tool_calls else ChatMessageUser(content=turn["observation"]))
+    return messages
+
+
+def _digest(*parts: str) -> str:
+    """A stable id, so exporting the same store twice gives the same logs."""
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:22]
+
+
+def _utc(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat()

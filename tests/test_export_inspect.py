@@ -1,0 +1,123 @@
+"""`export --format inspect`: a real sweep's cells as Inspect AI eval logs, read back with inspect_ai's
+own reader and checked against the store; without inspect_ai, one line saying how to install it."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from inspect_ai.log import list_eval_logs, read_eval_log
+
+from foundation.settings import PROJECT_ROOT
+from orchestrator.cli import main
+
+SWEEP = """name = "inspect-export"
+output = "{output}"
+strategies = ["single", "try_again"]
+epochs = 2
+max_turns = 2
+[[models]]
+name = "oracle"
+[[models]]
+name = "openai/sim"
+local = {{ solve_rate = 0.5, seed = 1 }}
+[[tasks]]
+dataset = "starter-bash"
+[[tasks]]
+dataset = "starter-sql"
+"""
+
+
+def stored(outdir: Path) -> dict[tuple[str, str, str], list[tuple]]:
+    """The store's episodes per cell: (task_id, epoch, reward, success, status, tokens, image_digest)."""
+    db = sqlite3.connect(outdir / "results.db")
+    try:
+        rows = db.execute("SELECT model, strategy, task_set, task_id, epoch, reward, success, status, "
+                          "prompt_tokens + completion_tokens, image_digest FROM episodes").fetchall()
+    finally:
+        db.close()
+    cells: dict[tuple[str, str, str], list[tuple]] = {}
+    for model, strategy, task_set, *episode in rows:
+        cells.setdefault((model, strategy, task_set), []).append(tuple(episode))
+    return cells
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("inspect")
+    sweep = root / "sweep.toml"
+    sweep.write_text(SWEEP.format(output=root / "out"))
+    assert main(["sweep", str(sweep), "--quiet"]) == 0
+    assert main(["export", str(root / "out"), "--format", "inspect", "--to", str(root / "logs")]) == 0
+    return root / "out", root / "logs"
+
+
+@pytest.mark.docker
+def test_each_cell_is_a_log_whose_samples_and_scores_are_the_stores(exported):
+    outdir, logs = exported
+    cells = stored(outdir)
+    files = sorted(Path(info.name.removeprefix("file://")) for info in list_eval_logs(str(logs)))  # what `inspect view` lists
+    assert len(files) == len(cells) == 2 * 2 * 2
+    seen = set()
+    for file in files:
+        log = read_eval_log(str(file))
+        sweep_model = log.eval.metadata["model"]
+        cell = (sweep_model, log.eval.solver, log.eval.task)
+        episodes = cells[cell]
+        seen.add(cell)
+        assert log.status == "success" and log.eval.model == {"oracle": "none/oracle"}.get(sweep_model, sweep_model)
+        assert len(log.samples) == len(episodes) == 5 * 2  # five tasks, two epochs
+        by_id = {(task_id, epoch + 1): rest for task_id, epoch, *rest in episodes}
+        for sample in log.samples:
+            reward, success, status, tokens, digest = by_id.pop((sample.id, sample.epoch))
+            assert sample.scores["reward"].value == reward
+            assert sample.scores["success"].value == success
+            assert (sample.metadata["status"], sample.metadata["image_digest"]) == (status, digest)
+            assert sum(u.total_tokens for u in sample.model_usage.values()) == tokens
+        assert by_id == {}
+        success, reward = log.results.scores
+        assert success.metrics["accuracy"].value == pytest.approx(sum(e[3] for e in episodes) / len(episodes))
+        assert reward.metrics["mean"].value == pytest.approx(sum(e[2] for e in episodes) / len(episodes))
+        if sweep_model == "oracle":
+            assert success.metrics["accuracy"].value == 1.0
+    assert seen == set(cells)
+    rates = {cell: sum(e[3] for e in episodes) / len(episodes) for cell, episodes in cells.items()}
+    assert 0 < min(rates.values()) < 1 == max(rates.values()), rates  # the simulated model fails some: not all 1.0
+
+
+@pytest.mark.docker
+def test_a_sample_holds_the_turns_as_answers_and_observations(exported):
+    outdir, logs = exported
+    log = read_eval_log(str(logs / "oracle__single__starter-bash.eval"))
+    sample = log.samples[0]
+    user, answer, observation = sample.messages
+    assert (user.role, user.text, sample.input, sample.target) == ("user", sample.input, sample.input, sample.target)
+    db = sqlite3.connect(outdir / "results.db")
+    try:
+        (action, output_text, seen), = db.execute(
+            "SELECT t.action, t.output, t.observation FROM turns t JOIN episodes e ON e.id = t.episode_id WHERE "
+            "e.model = 'oracle' AND e.strategy = 'single' AND e.task_set = 'starter-bash' AND e.task_id = ? "
+            "AND e.epoch = ?", (sample.id, sample.epoch - 1)).fetchall()
+    finally:
+        db.close()
+    assert answer.role == "assistant" and answer.text == output_text
+    assert answer.tool_calls[0].arguments == {"code": action} and action == sample.target
+    assert observation.role == "tool" and observation.text == seen and observation.tool_call_id == answer.tool_calls[0].id
+
+
+def test_without_inspect_ai_the_export_says_how_to_install_it(tmp_path):
+    script = ("import sys; sys.modules['inspect_ai'] = None; from orchestrator.cli import main; "
+              f"sys.exit(main(['export', {str(tmp_path)!r}, '--format', 'inspect']))")
+    result = subprocess.run([sys.executable, "-c", script], cwd=PROJECT_ROOT, capture_output=True, text=True,
+                            timeout=60, check=False)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr == ("error: --format inspect needs inspect_ai, an optional extra: "
+                             "pip install 'intercode-orchestrator[inspect]'\n")
+
+
+def test_a_directory_without_a_store_is_one_line(tmp_path, capsys):
+    assert main(["export", str(tmp_path), "--format", "inspect"]) == 2
+    assert capsys.readouterr().err == f"error: {tmp_path} has no results.db: run `python -m orchestrator sweep FILE` first\n"
