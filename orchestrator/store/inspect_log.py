@@ -25,14 +25,16 @@ How a cell becomes a log:
 from __future__ import annotations
 
 import hashlib
+import operator
 import sqlite3
 from collections import defaultdict
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import reduce
 from pathlib import Path
-from typing import Any
 
 from inspect_ai.log import (EvalConfig, EvalDataset, EvalError, EvalLog, EvalMetric, EvalPlan, EvalPlanStep,
-                            EvalResults, EvalSample, EvalScore, EvalSpec, EvalStats, write_eval_log)
+                            EvalResults, EvalSample, EvalScore, EvalSpec, EvalStats, EvalStatus, write_eval_log)
 from inspect_ai.model import (ChatCompletionChoice, ChatMessage, ChatMessageAssistant, ChatMessageTool,
                               ChatMessageUser, ModelOutput, ModelUsage)
 from inspect_ai.scorer import Score
@@ -42,25 +44,36 @@ from orchestrator.store.export import safe_name
 from orchestrator.store.reader import read_only
 
 Cell = tuple[str, str, str]  # (model, strategy, task_set)
-LOG_STATUS = {"finished": "success", "running": "started", "interrupted": "cancelled", "failed": "error"}
+LOG_STATUS: dict[str, EvalStatus] = {  # the last run's status -> the log's
+    "finished": "success", "running": "started", "interrupted": "cancelled", "failed": "error"}
 NO_MODEL = {"oracle": "none/oracle", "replay": "none/replay"}  # models that make no LLM call
 _EPISODE_COLUMNS = ("id, task_id, epoch, env, dataset, task_index, query, gold, status, failure_class, error, "
                     "reward, success, n_turns, max_turns, prompt_tokens, completion_tokens, cost_usd, attempts, "
                     "image, image_digest, served_model, started_at, finished_at")
 
 
+@dataclass(frozen=True)
+class Sweep:
+    """What every log of a sweep shares: its name and identity, when it began, where it is."""
+
+    name: str
+    identity: str
+    created: float
+    status: EvalStatus
+    git_sha: str | None
+
+
 def export_inspect(outdir: Path, target: Path) -> list[Path]:
-    """Write one `.eval` log per cell under `target`; returns their paths."""
+    """Write one `.eval` log per cell under `target`, a cell at a time; returns their paths."""
+    target.mkdir(parents=True, exist_ok=True)
+    written = []
     with read_only(outdir) as db:
         db.row_factory = sqlite3.Row
         sweep = _sweep(db)
-        logs = {cell: _log(db, sweep, cell) for cell in _cells(db)}
-    target.mkdir(parents=True, exist_ok=True)
-    written = []
-    for cell, log in logs.items():
-        path = target / ("__".join(safe_name(part) for part in cell) + ".eval")
-        write_eval_log(log, path, format="eval")
-        written.append(path)
+        for cell in _cells(db):
+            path = target / ("__".join(safe_name(part) for part in cell) + ".eval")
+            write_eval_log(_log(db, sweep, cell), path, format="eval")
+            written.append(path)
     return written
 
 
@@ -74,45 +87,46 @@ def inspect_model(model: str) -> str:
     return model if "/" in model else f"litellm/{model}"
 
 
-def _sweep(db: sqlite3.Connection) -> dict[str, Any]:
+def _sweep(db: sqlite3.Connection) -> Sweep:
     meta = {row["key"]: row["value"] for row in db.execute("SELECT key, value FROM meta")}
     first, last = (db.execute(f"SELECT started_at, status, git_sha FROM runs ORDER BY id {order} LIMIT 1").fetchone()
                    for order in ("ASC", "DESC"))
-    return {"name": meta.get("sweep", ""), "identity": meta.get("identity", ""),
-            "created": first["started_at"] if first else 0.0, "status": LOG_STATUS.get(last and last["status"], "error"),
-            "git_sha": last and last["git_sha"]}
+    return Sweep(name=meta.get("sweep", ""), identity=meta.get("identity", ""),
+                 created=first["started_at"] if first else 0.0,
+                 status=LOG_STATUS.get(last["status"], "error") if last else "error",
+                 git_sha=last["git_sha"] if last else None)
 
 
 def _cells(db: sqlite3.Connection) -> list[Cell]:
     return [tuple(row) for row in db.execute("SELECT DISTINCT model, strategy, task_set FROM episodes ORDER BY 1, 2, 3")]
 
 
-def _log(db: sqlite3.Connection, sweep: dict[str, Any], cell: Cell) -> EvalLog:
+def _log(db: sqlite3.Connection, sweep: Sweep, cell: Cell) -> EvalLog:
     model, strategy, task_set = cell
     name = inspect_model(model)
     episodes = db.execute(f"SELECT {_EPISODE_COLUMNS} FROM episodes WHERE model = ? AND strategy = ? AND task_set = ? "
                           "ORDER BY dataset, task_index, epoch", cell).fetchall()
-    turns = defaultdict(list)
+    turns: dict[int, list[sqlite3.Row]] = defaultdict(list)
     for row in db.execute("SELECT t.* FROM turns t JOIN episodes e ON e.id = t.episode_id WHERE e.model = ? "
                           "AND e.strategy = ? AND e.task_set = ? ORDER BY t.episode_id, t.idx", cell):
         turns[row["episode_id"]].append(row)
     samples = [_sample(name, e, turns[e["id"]]) for e in episodes]
     usage = [u for s in samples for u in s.model_usage.values()]
+    task_ids = list(dict.fromkeys(e["task_id"] for e in episodes))  # in the task sets' order
     spec = EvalSpec(
-        eval_id=_digest(sweep["identity"], *cell), run_id=_digest(sweep["identity"]), created=_utc(sweep["created"]),
+        eval_id=_digest(sweep.identity, *cell), run_id=_digest(sweep.identity), created=_utc(sweep.created),
         task=task_set, task_id=_digest(task_set), solver=strategy, model=name,
-        dataset=EvalDataset(name=task_set, samples=len({e["task_id"] for e in episodes}),
-                            sample_ids=sorted({e["task_id"] for e in episodes})),
+        dataset=EvalDataset(name=task_set, samples=len(task_ids), sample_ids=task_ids),
         config=EvalConfig(epochs=1 + max(e["epoch"] for e in episodes)),
-        metadata={"sweep": sweep["name"], "model": model, "strategy": strategy, "task_set": task_set,
-                  "git_sha": sweep["git_sha"]})
+        metadata={"sweep": sweep.name, "model": model, "strategy": strategy, "task_set": task_set,
+                  "git_sha": sweep.git_sha})
     return EvalLog(
-        status=sweep["status"], eval=spec,
+        status=sweep.status, eval=spec,
         plan=EvalPlan(steps=[EvalPlanStep(solver=strategy, params={"max_turns": max(e["max_turns"] for e in episodes)})]),
         results=_results(episodes),
         stats=EvalStats(started_at=_utc(min(e["started_at"] for e in episodes)),
                         completed_at=_utc(max(e["finished_at"] for e in episodes)),
-                        model_usage={name: sum(usage[1:], usage[0])} if usage else {}),
+                        model_usage={name: reduce(operator.add, usage)} if usage else {}),
         samples=samples)
 
 
