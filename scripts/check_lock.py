@@ -4,8 +4,8 @@ by tests/test_lockfile.py. Standard library only: `./dev` runs it before the vir
     python scripts/check_lock.py [--root DIR]    exit 1 with one line when the lock is stale
     python scripts/check_lock.py --unlocked      the installed distributions the lock doesn't name
 
-Every dependency of pyproject.toml (runtime and the `dev` extra) must be in the lock, at its pin
-when pyproject pins it with `==`, and every entry of the lock must carry a `--hash`.
+Every dependency of pyproject.toml (runtime and every extra: `dev` holds the others' pins too) must be
+in the lock, at its pin when pyproject pins it with `==`, and every entry of the lock must carry a `--hash`.
 """
 
 from __future__ import annotations
@@ -36,9 +36,10 @@ def normalize(name: str) -> str:
 
 
 def declared(pyproject_text: str) -> dict[str, str | None]:
-    """pyproject's dependencies and its `dev` extra: name -> exact pin (None when not `==`)."""
+    """pyproject's dependencies and its extras: name -> exact pin (None when not `==`)."""
     project = tomllib.loads(pyproject_text)["project"]
-    requirements = project.get("dependencies", []) + project.get("optional-dependencies", {}).get("dev", [])
+    extras = project.get("optional-dependencies", {}).values()
+    requirements = project.get("dependencies", []) + [r for extra in extras for r in extra]
     return {normalize(match[1]): match[2] for match in map(REQUIREMENT.match, requirements) if match}
 
 

@@ -73,6 +73,13 @@ def test_a_new_dev_dependency_and_a_missing_hash_are_caught():
         "requirements.lock has entries without an exact pin and a --hash (aiodocker): run `./dev lock`")
 
 
+def test_a_changed_pin_in_another_extra_is_caught():
+    stale = PYPROJECT.replace('inspect = ["inspect_ai==0.3.285"]', 'inspect = ["inspect_ai==0.3.300"]')
+    assert stale != PYPROJECT
+    assert check_lock.problem(stale, LOCK) == ("requirements.lock is out of date with pyproject.toml "
+                                               "(inspect-ai: 0.3.300 in pyproject, 0.3.285 in the lock): run `./dev lock`")
+
+
 def test_dev_refuses_a_stale_lock_before_installing(tmp_path: Path):
     root = project_copy(tmp_path, PYPROJECT.replace('"rich==15.0.0"', '"rich==13.9.4"'), "dev")
     env = {name: value for name, value in os.environ.items() if name != "PYTHON"}
