@@ -64,9 +64,10 @@ def test_each_cell_is_a_log_whose_samples_and_scores_are_the_stores(exported):
     # the files `inspect view` lists
     files = sorted(Path(info.name.removeprefix("file://")) for info in list_eval_logs(str(logs)))
     assert len(files) == len(cells) == 2 * 2 * 2
-    seen = set()
+    seen, task_ids = set(), set()
     for file in files:
         log = read_eval_log(str(file))
+        task_ids.add(log.eval.task_id)
         sweep_model = log.eval.metadata["model"]
         cell = (sweep_model, log.eval.solver, log.eval.task)
         episodes = cells[cell]
@@ -87,6 +88,7 @@ def test_each_cell_is_a_log_whose_samples_and_scores_are_the_stores(exported):
         if sweep_model == "oracle":
             assert success.metrics["accuracy"].value == 1.0
     assert seen == set(cells)
+    assert len(task_ids) == len(files)  # `inspect view` lists only the last log of a task_id, the rest as retries
     rates = {cell: sum(e[3] for e in episodes) / len(episodes) for cell, episodes in cells.items()}
     assert 0 < min(rates.values()) < 1 == max(rates.values()), rates  # the simulated model fails some: not all 1.0
 
@@ -108,6 +110,7 @@ def test_a_sample_holds_the_turns_as_answers_and_observations(exported):
         db.close()
     assert answer.role == "assistant" and answer.text == output_text
     assert answer.tool_calls[0].arguments == {"code": action} and action == sample.target
+    assert sample.scores["success"].answer == action
     assert observation.role == "tool" and observation.text == seen and observation.tool_call_id == answer.tool_calls[0].id
 
 
@@ -126,14 +129,15 @@ def test_a_directory_without_a_store_is_one_line(tmp_path, capsys):
     assert capsys.readouterr().err == f"error: {tmp_path} has no results.db: run `python -m orchestrator sweep FILE` first\n"
 
 
-def record(model: str, index: int, status: str, reward: float, failure: str | None = None) -> EpisodeRecord:
-    """An episode of starter-bash as the sweep stores it, with one turn and, for an LLM, one call."""
+def record(model: str, index: int, status: str, reward: float, failure: str | None = None,
+           actions: tuple[str | None, ...] = (None,)) -> EpisodeRecord:
+    """An episode of starter-bash as the sweep stores it, a turn per action and, for an LLM, one call."""
     calls = [] if model.startswith("replay:") else [LLMCall(model, "served-x", 100, 20, 0.5, 1, None)]
     return EpisodeRecord(EpisodeKey(model, "single", "starter-bash", f"starter-bash/{index}", 0), env="bash",
                          dataset="starter-bash", task_index=index, query=f"q{index}", gold=f"g{index}", image="img",
                          max_turns=3, started_at=1_700_000_000.0, finished_at=1_700_000_002.0, status=status,
                          failure_class=failure, error=f"{status} happened" if failure else None,
-                         turns=[TurnRecord("answer", None, "no code in that", reward, False)], calls=calls)
+                         turns=[TurnRecord("answer", a, "no code in that", reward, False) for a in actions], calls=calls)
 
 
 async def store_of(outdir: Path, episodes: list[EpisodeRecord], run_status: str) -> None:
@@ -146,7 +150,7 @@ async def store_of(outdir: Path, episodes: list[EpisodeRecord], run_status: str)
 
 def test_infra_failures_cut_episodes_and_an_interrupted_run_are_as_the_report_counts_them(tmp_path):
     episodes = [record("gpt-x", 0, "solved", 1.0), record("gpt-x", 1, "infra_error", 0.0, "infra"),
-                record("gpt-x", 2, "budget_exhausted", 1.0), record("replay:/t/f.json", 0, "submitted", 0.5)]
+                record("gpt-x", 2, "budget_exhausted", 1.0), record("replay:/t/f.json", 0, "submitted", 0.5, actions=("ls", "submit"))]
     asyncio.run(store_of(tmp_path / "out", episodes, "interrupted"))
     assert main(["export", str(tmp_path / "out"), "--format", "inspect", "--to", str(tmp_path / "logs")]) == 0
     llm = read_eval_log(str(tmp_path / "logs" / "gpt-x__single__starter-bash.eval"))
@@ -164,3 +168,5 @@ def test_infra_failures_cut_episodes_and_an_interrupted_run_are_as_the_report_co
     replay = read_eval_log(str(tmp_path / "logs" / "replay-t-f.json__single__starter-bash.eval"))
     sample, = replay.samples
     assert (replay.eval.model, sample.scores["reward"].value, sample.model_usage) == ("none/replay", 0.5, {})
+    assert sample.scores["success"].answer == "ls"  # the first turn with the best reward, not the closing submit
+    assert [m.role for m in sample.messages] == ["user", "assistant", "tool", "assistant", "tool"]

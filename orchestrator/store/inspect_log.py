@@ -115,7 +115,8 @@ def _log(db: sqlite3.Connection, sweep: Sweep, cell: Cell) -> EvalLog:
     task_ids = list(dict.fromkeys(e["task_id"] for e in episodes))  # in the task sets' order
     spec = EvalSpec(
         eval_id=_digest(sweep.identity, *cell), run_id=_digest(sweep.identity), created=_utc(sweep.created),
-        task=task_set, task_id=_digest(task_set), solver=strategy, model=name,
+        # `inspect view` takes logs of one task_id in one directory for retries and lists only the last
+        task=task_set, task_id=_digest("task", sweep.identity, *cell), solver=strategy, model=name, tags=[strategy],
         dataset=EvalDataset(name=task_set, samples=len(task_ids), sample_ids=task_ids),
         config=EvalConfig(epochs=1 + max(e["epoch"] for e in episodes)),
         metadata={"sweep": sweep.name, "model": model, "strategy": strategy, "task_set": task_set,
@@ -151,12 +152,13 @@ def _sample(model: str, e: sqlite3.Row, turns: list[sqlite3.Row]) -> EvalSample:
     usage = ModelUsage(input_tokens=e["prompt_tokens"], output_tokens=e["completion_tokens"],
                        total_tokens=e["prompt_tokens"] + e["completion_tokens"], total_cost=e["cost_usd"])
     scored = e["status"] != "budget_exhausted"
-    last_action = next((t["action"] for t in reversed(turns) if t["action"] is not None), None)
+    # the answer: the action of the best turn (the first to reach its reward), not a closing `submit`
+    best = max((t for t in turns if t["action"] is not None), key=lambda t: t["reward"], default=None)
     return EvalSample(
         id=e["task_id"], epoch=e["epoch"] + 1, input=e["query"], target=e["gold"], messages=messages,
         output=ModelOutput(model=model, choices=[ChatCompletionChoice(message=answers[-1])] if answers else [],
                            usage=usage),
-        scores={"success": Score(value=float(e["success"]), answer=last_action, explanation=e["status"]),
+        scores={"success": Score(value=float(e["success"]), answer=best["action"] if best else None, explanation=e["status"]),
                 "reward": Score(value=e["reward"])} if scored else None,
         metadata={key: e[key] for key in ("status", "failure_class", "error", "env", "dataset", "task_index",
                                           "n_turns", "max_turns", "attempts", "image", "image_digest", "served_model")},
