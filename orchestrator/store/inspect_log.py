@@ -46,6 +46,7 @@ from orchestrator.store.reader import read_only
 Cell = tuple[str, str, str]  # (model, strategy, task_set)
 LOG_STATUS: dict[str, EvalStatus] = {  # the last run's status -> the log's
     "finished": "success", "running": "started", "interrupted": "cancelled", "failed": "error"}
+CUT = "budget_exhausted"  # an episode the sweep's budget cut short: incomplete, as the report counts it
 NO_MODEL = {"oracle": "none/oracle", "replay": "none/replay"}  # models that make no LLM call
 _EPISODE_COLUMNS = ("id, task_id, epoch, env, dataset, task_index, query, gold, status, failure_class, error, "
                     "reward, success, n_turns, max_turns, prompt_tokens, completion_tokens, cost_usd, attempts, "
@@ -98,7 +99,8 @@ def _sweep(db: sqlite3.Connection) -> Sweep:
 
 
 def _cells(db: sqlite3.Connection) -> list[Cell]:
-    return [tuple(row) for row in db.execute("SELECT DISTINCT model, strategy, task_set FROM episodes ORDER BY 1, 2, 3")]
+    rows = db.execute("SELECT DISTINCT model, strategy, task_set FROM episodes ORDER BY 1, 2, 3")
+    return [(row[0], row[1], row[2]) for row in rows]
 
 
 def _log(db: sqlite3.Connection, sweep: Sweep, cell: Cell) -> EvalLog:
@@ -123,7 +125,8 @@ def _log(db: sqlite3.Connection, sweep: Sweep, cell: Cell) -> EvalLog:
                   "git_sha": sweep.git_sha})
     return EvalLog(
         status=sweep.status, eval=spec,
-        plan=EvalPlan(steps=[EvalPlanStep(solver=strategy, params={"max_turns": max(e["max_turns"] for e in episodes)})]),
+        plan=EvalPlan(steps=[EvalPlanStep(solver=strategy,
+                                          params={"max_turns": max(e["max_turns"] for e in episodes)})]),
         results=_results(episodes),
         stats=EvalStats(started_at=_utc(min(e["started_at"] for e in episodes)),
                         completed_at=_utc(max(e["finished_at"] for e in episodes)),
@@ -133,7 +136,7 @@ def _log(db: sqlite3.Connection, sweep: Sweep, cell: Cell) -> EvalLog:
 
 def _results(episodes: list[sqlite3.Row]) -> EvalResults:
     """Success rate and mean reward over the complete episodes (those the budget cut are left out)."""
-    done = [e for e in episodes if e["status"] != "budget_exhausted"]
+    done = [e for e in episodes if e["status"] != CUT]
     scores = []
     if done:
         counts = {"scored_samples": len(done), "unscored_samples": len(episodes) - len(done)}
@@ -151,15 +154,11 @@ def _sample(model: str, e: sqlite3.Row, turns: list[sqlite3.Row]) -> EvalSample:
     answers = [m for m in messages if isinstance(m, ChatMessageAssistant)]
     usage = ModelUsage(input_tokens=e["prompt_tokens"], output_tokens=e["completion_tokens"],
                        total_tokens=e["prompt_tokens"] + e["completion_tokens"], total_cost=e["cost_usd"])
-    scored = e["status"] != "budget_exhausted"
-    # the answer: the action of the best turn (the first to reach its reward), not a closing `submit`
-    best = max((t for t in turns if t["action"] is not None), key=lambda t: t["reward"], default=None)
     return EvalSample(
         id=e["task_id"], epoch=e["epoch"] + 1, input=e["query"], target=e["gold"], messages=messages,
         output=ModelOutput(model=model, choices=[ChatCompletionChoice(message=answers[-1])] if answers else [],
                            usage=usage),
-        scores={"success": Score(value=float(e["success"]), answer=best["action"] if best else None, explanation=e["status"]),
-                "reward": Score(value=e["reward"])} if scored else None,
+        scores=_scores(e, turns),
         metadata={key: e[key] for key in ("status", "failure_class", "error", "env", "dataset", "task_index",
                                           "n_turns", "max_turns", "attempts", "image", "image_digest", "served_model")},
         model_usage={model: usage} if e["prompt_tokens"] or e["completion_tokens"] else {},
@@ -167,6 +166,17 @@ def _sample(model: str, e: sqlite3.Row, turns: list[sqlite3.Row]) -> EvalSample:
         total_time=e["finished_at"] - e["started_at"],
         error=EvalError(message=e["error"] or e["status"], traceback="", traceback_ansi="")
         if e["failure_class"] == "infra" else None)
+
+
+def _scores(e: sqlite3.Row, turns: list[sqlite3.Row]) -> dict[str, Score] | None:
+    """`success` and `reward`; none for an episode the budget cut (incomplete, in no rate)."""
+    if e["status"] == CUT:
+        return None
+    # the answer: the action of the first turn with the best reward, not a closing `submit`
+    best = max((t for t in turns if t["action"]), key=lambda t: t["reward"], default=None)
+    return {"success": Score(value=float(e["success"]), answer=best["action"] if best else None,
+                             explanation=e["status"]),
+            "reward": Score(value=e["reward"])}
 
 
 def _messages(model: str, env: str, query: str, turns: list[sqlite3.Row]) -> list[ChatMessage]:
