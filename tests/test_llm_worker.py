@@ -16,6 +16,7 @@ import pytest
 from agents.llm import LLMClient, ModelError, ModelSpec, RetryPolicy
 from agents.llm.server import ScriptedLLMServer, ServerConfig
 from agents.llm.transport import Request, WorkerTransport
+from tests.conftest import Lent
 
 MODEL = "openai/worker-test"
 USER = [{"role": "user", "content": "hello"}]
@@ -49,14 +50,14 @@ async def test_calls_spread_over_the_workers_and_close_ends_them() -> None:
 
 
 async def test_a_worker_killed_mid_call_is_a_retried_connection_error() -> None:
-    async with ScriptedLLMServer(ServerConfig(latency=1.0)) as server:
+    async with ScriptedLLMServer(ServerConfig(latency=0.5)) as server:
         transport = WorkerTransport(1)
         client = LLMClient([ModelSpec(name=MODEL, api_base=f"{server.base_url}/v1", api_key="k")],
                            retry=FAST, transport=transport)
         await transport.start()
         first = _pids(transport)[0]
         call = asyncio.create_task(client.complete(MODEL, USER))
-        while not server.arrived:  # at the provider, which answers after 1 s
+        while not server.arrived:  # at the provider, which answers after 0.5 s
             await asyncio.sleep(0.02)
         os.kill(first, signal.SIGKILL)
         result = await call
@@ -66,28 +67,27 @@ async def test_a_worker_killed_mid_call_is_a_retried_connection_error() -> None:
     assert second != first and client.stats(MODEL).retries == 1 and len(server.requests) == 2
 
 
-async def test_a_cancelled_call_leaves_the_worker_serving() -> None:
-    async with ScriptedLLMServer(ServerConfig(latency=2.0)) as server:
-        transport = WorkerTransport(1)
-        client = LLMClient([ModelSpec(name=MODEL, api_base=f"{server.base_url}/v1", api_key="k")], transport=transport)
-        await transport.start()
+async def test_a_cancelled_call_leaves_the_worker_serving(llm_worker: WorkerTransport) -> None:
+    async with ScriptedLLMServer(ServerConfig(latency=1.0)) as server:
+        client = LLMClient([ModelSpec(name=MODEL, api_base=f"{server.base_url}/v1", api_key="k")],
+                           transport=Lent(llm_worker))
         slow = asyncio.create_task(client.complete(MODEL, USER))
-        await asyncio.sleep(0.3)
+        while not server.arrived:  # at the provider
+            await asyncio.sleep(0.02)
         slow.cancel()
         with pytest.raises(asyncio.CancelledError):
             await slow
-        assert transport._workers[0].pending == {}  # noqa: SLF001
+        assert llm_worker._workers[0].pending == {}  # noqa: SLF001
         server.config.latency = 0.0
         assert (await client.complete(MODEL, USER)).text == "OK"
         await client.aclose()
 
 
-async def test_errors_keep_their_kind_and_lose_the_key() -> None:
+async def test_errors_keep_their_kind_and_lose_the_key(llm_worker: WorkerTransport) -> None:
     key = "sk-worker-SECRET-77aa11"
     async with ScriptedLLMServer(ServerConfig(rejected_keys={key})) as server:
-        transport = WorkerTransport(1)
-        client = LLMClient([ModelSpec(name=MODEL, api_base=f"{server.base_url}/v1", api_key=key)], transport=transport)
-        await transport.start()
+        client = LLMClient([ModelSpec(name=MODEL, api_base=f"{server.base_url}/v1", api_key=key)],
+                           transport=Lent(llm_worker))
         with pytest.raises(ModelError) as caught:
             await client.complete(MODEL, USER)
         await client.aclose()
@@ -162,7 +162,7 @@ from agents.llm.server import ScriptedLLMServer, ServerConfig
 from agents.llm.transport import InProcessTransport, Request
 
 async def main():
-    async with ScriptedLLMServer(ServerConfig(latency=0.5)) as server:
+    async with ScriptedLLMServer(ServerConfig(latency=0.2)) as server:
         transport = InProcessTransport()
         for i in range(24):
             call = asyncio.create_task(transport.call(Request(

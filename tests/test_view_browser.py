@@ -77,6 +77,8 @@ class Browser:
         while True:
             message = json.loads((await self.ws.receive()).data)
             if message.get("id") == self.next_id:
+                if "navigated or closed" in message.get("error", {}).get("message", ""):
+                    raise Navigated(message["error"]["message"])  # the page changed under the command
                 assert "error" not in message, message["error"]
                 return message["result"]
 
@@ -88,7 +90,10 @@ class Browser:
     async def wait_for(self, expression: str) -> Any:
         deadline = time.monotonic() + WAIT_S
         while time.monotonic() < deadline:
-            value = await self.evaluate(expression)
+            try:
+                value = await self.evaluate(expression)
+            except Navigated:  # a click's or a live update's navigation was under way: ask the new page
+                value = None
             if value:
                 return value
             await asyncio.sleep(0.05)
@@ -114,6 +119,10 @@ class Browser:
 
     async def text(self, selector: str) -> str:
         return await self.evaluate(f"document.querySelector({json.dumps(selector)})?.textContent ?? ''")
+
+
+class Navigated(Exception):
+    """Chromium answered that the page a command was for navigated away meanwhile."""
 
 
 async def _devtools_port(path: Path) -> int:

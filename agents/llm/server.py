@@ -225,7 +225,8 @@ def _input(arguments: str) -> dict[str, Any]:
 
 
 def _retry_after(seconds: float | None) -> dict[str, str] | None:
-    return {"Retry-After": str(max(1, math.ceil(seconds)))} if seconds is not None else None
+    """Whole seconds, as providers send it (a wait under a second is rounded up; 0 stays 0)."""
+    return {"Retry-After": str(max(0, math.ceil(seconds)))} if seconds is not None else None
 
 
 class ScriptedLLMServer:
