@@ -27,10 +27,12 @@ import pytest
 from foundation.errors import ConfigError
 from foundation.settings import PROJECT_ROOT
 from orchestrator.cli import main
+from orchestrator.nightly.history import History
 from orchestrator.report.data import load_results
 from orchestrator.report.view import build_view, ci_text
 from orchestrator.store import EpisodeKey, EpisodeRecord, LLMCall, Store, TurnRecord
 from orchestrator.view.app import serving
+from orchestrator.view.cli import last_good_night
 from orchestrator.view.queries import PAGE_SIZE
 from orchestrator.view.source import Source
 from orchestrator.view.sweeplog import PlannedEpisodes
@@ -339,3 +341,33 @@ def test_the_command_serves_until_stopped(sweeps):
         process.terminate()
         out, err = process.communicate(timeout=10)
     assert process.returncode == 0 and "viewer stopped" in out and err == ""
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_night_is_viewed_beside_its_last_good_night(sweeps, tmp_path, capsys):
+    good, tonight = sweeps
+    history = tmp_path / "history.db"
+    with History.open(history) as nights:
+        first = nights.add_night(sweep="nightly", started_at=1.0, outdir=str(good), status="passed", baseline_id=None)
+        nights.add_night(sweep="nightly", started_at=2.0, outdir=str(tonight), status="regressed", baseline_id=first)
+    assert last_good_night(history, tonight) == good
+    process = subprocess.Popen([sys.executable, "-m", "orchestrator", "view", str(tonight), "--last-good", str(history),
+                                "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               cwd=PROJECT_ROOT)
+    try:
+        line = process.stdout.readline()
+        assert "viewing 2 stores" in line
+        base = re.search(r"at (http://127\.0\.0\.1:\d+)/", line).group(1)
+        with urllib.request.urlopen(base + "/") as response:
+            assert b'href="/compare?a=0&amp;b=1"' in response.read()  # the good night is a, tonight b
+    finally:
+        process.terminate()
+        process.communicate(timeout=10)
+    assert main(["view", str(good), "--last-good", str(history)]) == 2
+    assert "had no good night before it" in one_error_line(capsys)
+    assert main(["view", str(tmp_path), "--last-good", str(history)]) == 2
+    assert "is not a night in" in one_error_line(capsys)
+    assert main(["view", str(tonight), "--last-good", str(tmp_path / "none.db")]) == 2
+    assert "no nightly history database there" in one_error_line(capsys)
+    assert not (tmp_path / "none.db").exists()  # the viewer creates nothing

@@ -90,6 +90,27 @@ class History:
                 raise ConfigError(f"{path} is not a nightly history database ({exc})") from None
             yield cls(db)
 
+    @classmethod
+    @contextmanager
+    def read(cls, path: Path) -> Iterator[History]:
+        """An existing history, read only (the viewer's: it never writes)."""
+        if not path.is_file():
+            raise ConfigError(f"{path}: no nightly history database there (the nightly's --history)")
+        try:
+            db = sqlite3.connect(f"file:{path.resolve()}?mode=ro", uri=True)
+            db.execute("SELECT 1 FROM nights LIMIT 1")
+        except sqlite3.Error as exc:
+            raise ConfigError(f"{path} is not a nightly history database ({exc})") from None
+        with closing(db):
+            yield cls(db)
+
+    def night_of(self, outdir: Path) -> Night | None:
+        """The night whose sweep wrote `outdir`."""
+        wanted = outdir.resolve()
+        rows = self.db.execute("SELECT id, sweep, started_at, outdir, status, baseline_id, note FROM nights "
+                               "ORDER BY started_at DESC, id DESC")
+        return next((Night(*row) for row in rows if Path(row[3]).resolve() == wanted), None)
+
     def add_night(self, *, sweep: str, started_at: float, outdir: str, status: str, baseline_id: int | None,
                   note: str | None = None, cells: Iterable[CellMetrics] = (), outcomes: Iterable[TaskOutcome] = (),
                   broken: dict[tuple[str, str], str] | None = None) -> int:
