@@ -29,8 +29,14 @@ STOP_TIMEOUT = 60.0
 
 
 class SecondEngine:
-    def __init__(self, base: Path) -> None:
+    def __init__(self, base: Path, *, bridge: str = BRIDGE, bridge_address: str = BRIDGE_ADDRESS,
+                 exec_root: Path = EXEC_ROOT) -> None:
+        """`bridge`, `bridge_address` and `exec_root`: each engine running side by side needs its
+        own (tests/cluster_fixture.py starts two more)."""
         self.base = base
+        self.bridge = bridge
+        self.bridge_address = bridge_address
+        self.exec_root = exec_root
         self.socket = base / "docker.sock"
         self.host = f"unix://{self.socket}"
         self.pidfile = base / "dockerd.pid"
@@ -42,11 +48,11 @@ class SecondEngine:
     def start(self) -> None:
         """Start dockerd and wait until it answers."""
         self.base.mkdir(parents=True, exist_ok=True)
-        _ensure_bridge()
+        _ensure_bridge(self.bridge, self.bridge_address)
         self._stop_stale()
         self._unmount_leftovers()
-        argv = ["dockerd", "--host", self.host, "--data-root", str(self.base / "data"), "--exec-root", str(EXEC_ROOT),
-                "--pidfile", str(self.pidfile), "--bridge", BRIDGE, "--iptables=false", "--ip-masq=false",
+        argv = ["dockerd", "--host", self.host, "--data-root", str(self.base / "data"), "--exec-root", str(self.exec_root),
+                "--pidfile", str(self.pidfile), "--bridge", self.bridge, "--iptables=false", "--ip-masq=false",
                 "--log-level", "warn"]
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
@@ -79,7 +85,7 @@ class SecondEngine:
                 self.docker("rm", "-f", *left)
         self.stop()
         self._unmount_leftovers()
-        subprocess.run(["ip", "link", "delete", BRIDGE], capture_output=True)
+        subprocess.run(["ip", "link", "delete", self.bridge], capture_output=True)
 
     def _stop_stale(self) -> None:
         """A dockerd of an earlier run that was killed with its test: stop it first."""
@@ -140,11 +146,11 @@ def _image_id(host: str | None, image: str) -> str | None:
     return result.stdout.strip() if result.returncode == 0 else None
 
 
-def _ensure_bridge() -> None:
-    if subprocess.run(["ip", "link", "show", BRIDGE], capture_output=True).returncode == 0:
+def _ensure_bridge(bridge: str, address: str) -> None:
+    if subprocess.run(["ip", "link", "show", bridge], capture_output=True).returncode == 0:
         return
-    for argv in (["ip", "link", "add", BRIDGE, "type", "bridge"], ["ip", "addr", "add", BRIDGE_ADDRESS, "dev", BRIDGE],
-                 ["ip", "link", "set", BRIDGE, "up"]):
+    for argv in (["ip", "link", "add", bridge, "type", "bridge"], ["ip", "addr", "add", address, "dev", bridge],
+                 ["ip", "link", "set", bridge, "up"]):
         subprocess.run(argv, check=True, capture_output=True)
 
 

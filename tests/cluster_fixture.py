@@ -1,0 +1,140 @@
+"""A local Ray cluster of three nodes on this machine, each node with a Docker engine of its own.
+
+    with LocalCluster(images=["intercode/nl2bash-fs1"]) as cluster:
+        ray.init(address=cluster.address)    # intercode_host_0..2, one per node
+        ...
+
+Node 0 (the head) talks to the machine's main engine; nodes 1 and 2 each get a SecondEngine
+(tests/second_engine.py) with its own socket, data root, exec root, pidfile and bridge, and the
+images copied into it. Each `ray start --block` runs with DOCKER_HOST of its node's engine, so an
+actor placed there by the node's custom resource `intercode_host_N` talks to that engine.
+
+Each `ray start --block` is ours by process id: SIGTERM makes it stop the processes of its node
+(never `ray stop`, which stops every Ray node on the machine, whoever started it). At the end the
+engines are closed, their containers removed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+
+from foundation.engine import DEFAULT_HOST
+from tests.second_engine import SecondEngine
+
+RAY = str(Path(sys.executable).with_name("ray"))
+HOSTS = 3
+START_TIMEOUT = 120.0
+STOP_TIMEOUT = 30.0
+STARTED = "Ray runtime started."  # what `ray start` prints once its node is up
+OBJECT_STORE_BYTES = 100 * 1024 * 1024  # Ray's minimum is 75 MiB; the default would take 30 % of memory per node
+
+
+def host_engine(number: int) -> SecondEngine:
+    """The engine of node `number` (1, 2, ...): its own bridge on an unused private /24."""
+    return SecondEngine(Path(f"/var/lib/intercode-cluster-host{number}"), bridge=f"ic-host{number}",
+                        bridge_address=f"10.213.{80 + number}.1/24", exec_root=Path(f"/run/ic-host{number}"))
+
+
+class LocalCluster:
+    def __init__(self, images: list[str], hosts: int = HOSTS) -> None:
+        self.images = images
+        self.engines = [host_engine(number) for number in range(1, hosts)]
+        self.port = _free_port()
+        self.address = f"127.0.0.1:{self.port}"
+        self.temp_dir = Path(tempfile.mkdtemp(prefix="ic-ray-", dir="/tmp"))
+        self.nodes: list[subprocess.Popen[bytes]] = []
+
+    @property
+    def engine_hosts(self) -> list[str]:
+        """The engine of each node, in node order: the main engine's first."""
+        return [os.environ.get("DOCKER_HOST") or DEFAULT_HOST] + [engine.host for engine in self.engines]
+
+    def __enter__(self) -> LocalCluster:
+        try:
+            self.start()
+        except BaseException:
+            self.close(keep_logs=True)
+            raise
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.close()
+
+    def start(self) -> None:
+        for engine in self.engines:
+            engine.start()
+            engine.load(self.images)
+        head = ["--head", "--port", str(self.port), "--include-dashboard=false", "--disable-usage-stats"]
+        self._node(0, head)
+        for number in range(1, len(self.engines) + 1):
+            self._node(number, ["--address", self.address])
+        self._wait_for_nodes()
+
+    def _node(self, number: int, role: list[str]) -> None:
+        env = {**os.environ, "DOCKER_HOST": self.engine_hosts[number], "RAY_USAGE_STATS_ENABLED": "0"}
+        argv = [RAY, "start", *role, "--block", "--node-ip-address", "127.0.0.1", "--num-cpus", "1",
+                "--object-store-memory", str(OBJECT_STORE_BYTES), "--temp-dir", str(self.temp_dir),
+                "--resources", json.dumps({f"intercode_host_{number}": 1})]
+        path = self.temp_dir / f"node{number}.log"
+        with path.open("ab") as log:
+            self.nodes.append(subprocess.Popen(argv, env=env, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
+                                               start_new_session=True))
+        # One node at a time: nodes starting together on one machine time out on each other.
+        self._wait(lambda: STARTED in path.read_text(errors="replace"), f"ray node {number}")
+
+    def _wait_for_nodes(self) -> None:
+        wanted = {f"intercode_host_{number}" for number in range(len(self.nodes))}
+        self._wait(lambda: all(name in (self._ray_status() or "") for name in wanted), f"{len(wanted)} nodes")
+
+    def _ray_status(self) -> str | None:
+        result = subprocess.run([RAY, "status", "--address", self.address], capture_output=True, text=True,
+                                timeout=60)
+        return result.stdout if result.returncode == 0 else None
+
+    def _wait(self, ready, what: str) -> None:
+        deadline = time.monotonic() + START_TIMEOUT
+        while not ready():
+            if dead := [node.args for node in self.nodes if node.poll() is not None]:
+                raise RuntimeError(f"a ray node exited at start ({dead[0][2:5]}); see {self.temp_dir}/node*.log")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{what} not up within {START_TIMEOUT:g} s; see {self.temp_dir}")
+            time.sleep(0.2)  # between two readiness checks
+
+    def close(self, *, keep_logs: bool = False) -> None:
+        """Stop the nodes (the head last), then the engines; remove Ray's temp dir (kept, with the
+        nodes' logs, after a failed start)."""
+        for node in reversed(self.nodes):
+            _terminate(node)
+        self.nodes = []
+        for engine in self.engines:
+            engine.close()
+        if not keep_logs:
+            shutil.rmtree(self.temp_dir, ignore_errors=True)
+
+
+def _terminate(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(STOP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)  # its own session: only the processes of this node
+        process.wait()
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
