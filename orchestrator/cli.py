@@ -31,6 +31,7 @@ COMMAND_MODULES = (
     "orchestrator.report.cli",
     "orchestrator.nightly.cli",
     "orchestrator.view.cli",
+    "orchestrator.cluster.cli",
 )
 
 

@@ -1,0 +1,128 @@
+"""The host agent: a Ray actor, one per node, placed by the node's custom resource
+`intercode_host_N`. It opens a Runtime against the engine of its node (the DOCKER_HOST that
+`ray start` was given) and keeps the environments it opened by id, so a driver elsewhere runs a
+strategy against them through `RemoteEnvironment`.
+
+Every reply is a `Reply`: the method's value plus the environment's state the strategies read
+without awaiting (`done`, `observation_rows()`), and the host that served it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import socket
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import ray
+
+from environments import make_environment
+from environments.runtime import Runtime
+from foundation.engine import engine_host
+
+if TYPE_CHECKING:
+    from environments.base import Environment
+    from tasks import Task
+
+RESOURCE_PREFIX = "intercode_host_"
+NAMESPACE = "intercode"
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    value: Any
+    done: bool
+    rows: list[Any] | None
+    host: str
+
+
+def agent_name(resource: str) -> str:
+    """The actor's name on the cluster: one agent per host resource, found again by name."""
+    return f"agent-{resource}"
+
+
+@ray.remote(num_cpus=0)
+class HostAgent:
+    """Owns one node's Runtime. `start()` before use, `shutdown()` at the end (closing every
+    environment still open and the runtime, so no container is left on the node's engine)."""
+
+    def __init__(self, host: str, data_dir: str | None = None, run_id: str | None = None) -> None:
+        self.host = host
+        self.data_dir = Path(data_dir) if data_dir else None
+        self.run_id = run_id
+        self.envs: dict[int, Environment] = {}
+        self.ids = itertools.count(1)
+        self.runtime: Runtime | None = None
+        self.stack = AsyncExitStack()
+
+    async def start(self) -> str:
+        """Open the node's Runtime; returns the engine it talks to."""
+        if self.runtime is None:
+            opened = Runtime.open(data_dir=self.data_dir, run_id=self.run_id)
+            self.runtime = await self.stack.enter_async_context(opened)
+        return engine_host()
+
+    async def shutdown(self) -> None:
+        for env_id in list(self.envs):
+            await self.close(env_id)
+        self.runtime = None
+        await self.stack.aclose()
+
+    # ---------------------------------------------------------------- the environment seam
+
+    async def open_env(self, kind: str) -> int:
+        if self.runtime is None:
+            await self.start()
+        env_id = next(self.ids)
+        self.envs[env_id] = make_environment(kind, self.runtime)
+        return env_id
+
+    async def reset(self, env_id: int, task: Task, multi_turn: bool = False) -> Reply:
+        return self._reply(env_id, await self.envs[env_id].reset(task, multi_turn=multi_turn))
+
+    async def step(self, env_id: int, action: str) -> Reply:
+        return self._reply(env_id, await self.envs[env_id].step(action))
+
+    async def score(self, env_id: int) -> Reply:
+        return self._reply(env_id, await self.envs[env_id].score())
+
+    async def harness_step(self, env_id: int, action: str) -> Reply:
+        return self._reply(env_id, await self.envs[env_id].harness_step(action))
+
+    async def close(self, env_id: int) -> None:
+        env = self.envs.pop(env_id, None)
+        if env is not None:
+            await env.close()
+
+    # ---------------------------------------------------------------- what it holds
+
+    async def status(self) -> dict[str, Any]:
+        """The node's images (name -> id), its pools (image -> counts) and its environments in flight."""
+        if self.runtime is None:
+            await self.start()
+        assert self.runtime is not None and self.runtime.docker is not None
+        images = {tag: image["Id"] for image in await self.runtime.docker.images.list()
+                  for tag in image.get("RepoTags") or [] if tag.startswith("intercode/")}
+        return {"host": self.host, "node": socket.gethostname(), "engine": engine_host(), "images": images,
+                "pools": self.runtime.pool.stats(), "in_flight": len(self.envs)}
+
+    def _reply(self, env_id: int, value: Any) -> Reply:
+        env = self.envs[env_id]
+        return Reply(value, env.done, env.observation_rows(), self.host)
+
+
+def spawn(resource: str, data_dir: Path | None = None, run_id: str | None = None) -> Any:
+    """The agent of host `resource` (`intercode_host_N`), created on the node that has it, or the
+    one already there. `run_id` labels its containers (foundation.pool.ownership.RUN)."""
+    options = {"name": agent_name(resource), "namespace": NAMESPACE, "get_if_exists": True,
+               "resources": {resource: 1}, "max_concurrency": 1000}
+    return HostAgent.options(**options).remote(resource, str(data_dir) if data_dir else None, run_id)
+
+
+def host_resources() -> list[str]:
+    """The cluster's host resources, by number: intercode_host_0, intercode_host_1, ..."""
+    suffixes = [name[len(RESOURCE_PREFIX):] for name in ray.cluster_resources() if name.startswith(RESOURCE_PREFIX)]
+    by_number = sorted(suffixes, key=lambda end: (not end.isdigit(), int(end) if end.isdigit() else 0, end))
+    return [RESOURCE_PREFIX + suffix for suffix in by_number]

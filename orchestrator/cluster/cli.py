@@ -1,0 +1,70 @@
+"""`python -m orchestrator cluster status --ray ADDRESS`: the host agents of a Ray cluster, each
+with its images (and their ids), its pools and its environments in flight.
+
+A node is a host when it has a custom resource `intercode_host_N`; its agent is the one running
+there, or one started for the command (it ends with it). An unreachable cluster, or Ray not
+installed, is one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from typing import Any
+
+from foundation.errors import ConfigError, UserError
+
+CONNECT_TIMEOUT = 5.0  # seconds for the cluster's address to accept a connection
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("cluster", help="host agents on a Ray cluster (docs/cluster.md)")
+    cmds = parser.add_subparsers(dest="cluster_command", metavar="ACTION", required=True)
+    status = cmds.add_parser("status", help="each host: its images with their ids, pools and episodes in flight")
+    status.add_argument("--ray", required=True, metavar="ADDRESS", help="the cluster's head, HOST:PORT")
+    status.set_defaults(handler=_status)
+
+
+async def _status(args: argparse.Namespace) -> int:
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError("Ray is not installed: pip install '.[ray]'") from None
+    await _reachable(args.ray)
+    await asyncio.to_thread(ray.init, address=args.ray, logging_level="error", log_to_driver=False)
+    try:
+        from orchestrator.cluster.agent import host_resources, spawn
+
+        resources = host_resources()
+        if not resources:
+            print(f"no hosts on {args.ray}: no node has an intercode_host_N resource")
+            return 1
+        statuses = await asyncio.gather(*(spawn(resource).status.remote() for resource in resources))
+        for status in statuses:
+            print(describe(status))
+        return 0
+    finally:
+        ray.shutdown()
+
+
+async def _reachable(address: str) -> None:
+    """One line instead of Ray's long retries when nothing listens at `address`."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise ConfigError(f"--ray {address!r}: expected HOST:PORT")
+    try:
+        async with asyncio.timeout(CONNECT_TIMEOUT):
+            _, writer = await asyncio.open_connection(host, int(port))
+    except (OSError, TimeoutError) as exc:
+        raise UserError(f"no Ray cluster at {address}: {exc.strerror or 'no answer'}") from None
+    writer.close()
+    await writer.wait_closed()
+
+
+def describe(status: dict[str, Any]) -> str:
+    """A host's status as lines: the host and its engine, its images, its pools."""
+    lines = [f"{status['host']}  engine {status['engine']}  in flight {status['in_flight']}"]
+    lines += [f"  image {name}  {image_id}" for name, image_id in sorted(status["images"].items())]
+    lines += [f"  pool {image}  " + " ".join(f"{state}={count}" for state, count in counts.items())
+              for image, counts in sorted(status["pools"].items())]
+    return "\n".join(lines)

@@ -1,0 +1,131 @@
+"""Host agents on a local Ray cluster of three nodes, each with its own Docker engine
+(tests/cluster_fixture.py): the oracle's Try Again over nl2bash fs1 and the SQL starter tasks, spread
+round-robin over the three hosts, earns the rewards of a local run; every host runs episodes; each
+agent's status lists the main engine's images with the same ids; no container is left anywhere."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents.base import get_strategy
+from agents.models import OracleModel
+from environments import make_environment
+from environments.runtime import Runtime
+from foundation.pool.ownership import RUN
+from tasks import Task
+from tasks.registry import load_tasks
+from tests.cluster_fixture import LocalCluster
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.cluster]
+ray = pytest.importorskip("ray")
+
+IMAGES = ["intercode/nl2bash-fs1", "intercode/sql-starter"]
+STRATEGY = "try_again"
+MAX_TURNS = 3
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[LocalCluster]:
+    with LocalCluster(IMAGES) as local:
+        ray.init(address=local.address, logging_level="warning", log_to_driver=False)
+        try:
+            yield local
+        finally:
+            ray.shutdown()
+
+
+def the_tasks(data_dir: Path) -> list[Task]:
+    return load_tasks("nl2bash-fs1", data_dir)[:10] + load_tasks("starter-sql")
+
+
+async def local_rewards(tasks: list[Task], data_dir: Path) -> dict[str, float]:
+    rewards = {}
+    async with Runtime.open(data_dir=data_dir) as runtime:
+        for task in tasks:
+            async with make_environment(task.env, runtime) as env:
+                outcome = await get_strategy(STRATEGY).run(env, task, OracleModel(), max_turns=MAX_TURNS)
+            rewards[task.id] = outcome.reward
+    return rewards
+
+
+async def remote_episode(agent: Any, task: Task) -> tuple[float, set[str]]:
+    from orchestrator.cluster.remote import RemoteEnvironment
+
+    async with RemoteEnvironment(agent, task.env) as env:
+        outcome = await get_strategy(STRATEGY).run(env, task, OracleModel(), max_turns=MAX_TURNS)
+    return outcome.reward, set(env.hosts)
+
+
+async def cluster_status(address: str) -> subprocess.CompletedProcess[str]:
+    """`python -m orchestrator cluster status --ray ADDRESS`, run while the test's agents live."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "orchestrator", "cluster", "status", "--ray", address,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(process.communicate(), 120)
+    return subprocess.CompletedProcess(["cluster", "status"], process.returncode, out.decode(), err.decode())
+
+
+def image_id(host: str, image: str) -> str:
+    return subprocess.run(["docker", "-H", host, "image", "inspect", "--format", "{{.Id}}", image],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def containers_of(host: str, run_id: str) -> list[str]:
+    return subprocess.run(["docker", "-H", host, "ps", "-aq", "--filter", f"label={RUN}={run_id}"],
+                          capture_output=True, text=True, check=True).stdout.split()
+
+
+async def test_oracle_across_three_hosts_earns_the_local_rewards(cluster: LocalCluster, data_dir: Path) -> None:
+    from orchestrator.cluster.agent import host_resources, spawn
+
+    tasks = the_tasks(data_dir)
+    expected = await local_rewards(tasks, data_dir)
+    assert 0 < sum(expected.values()) <= len(tasks)  # the oracle solves tasks here: a reward to compare
+    run_id = f"cluster-{uuid.uuid4().hex[:8]}"
+    resources = host_resources()
+    assert resources == ["intercode_host_0", "intercode_host_1", "intercode_host_2"]
+    agents = [spawn(resource, data_dir, run_id) for resource in resources]
+    try:
+        engines = await asyncio.gather(*(agent.start.remote() for agent in agents))
+        assert engines == cluster.engine_hosts  # each agent talks to its own node's engine
+        episodes = [remote_episode(agents[i % len(agents)], task) for i, task in enumerate(tasks)]
+        results = await asyncio.gather(*episodes)
+        assert {task.id: reward for task, (reward, _) in zip(tasks, results)} == expected
+        for i, (_, hosts) in enumerate(results):
+            assert hosts == {resources[i % len(agents)]}
+        statuses = await asyncio.gather(*(agent.status.remote() for agent in agents))
+        for status in statuses:
+            assert status["in_flight"] == 0
+            for image in IMAGES:
+                assert status["images"][f"{image}:latest"] == image_id(cluster.engine_hosts[0], image)
+        listed = await cluster_status(cluster.address)
+        assert listed.returncode == 0, listed.stderr
+        for resource, status in zip(resources, statuses):
+            assert f"{resource}  engine {status['engine']}  in flight 0" in listed.stdout
+            sql_id = status["images"]["intercode/sql-starter:latest"]
+            assert f"image intercode/sql-starter:latest  {sql_id}" in listed.stdout
+            assert "pool intercode/nl2bash-fs1" in listed.stdout
+    finally:
+        await asyncio.gather(*(agent.shutdown.remote() for agent in agents))
+        for agent in agents:
+            ray.kill(agent)
+    for host in cluster.engine_hosts:
+        assert containers_of(host, run_id) == []
+    for engine in cluster.engines:
+        assert engine.docker("ps", "-aq").split() == []
+
+
+def test_an_unreachable_cluster_is_one_line_and_exit_2() -> None:
+    result = subprocess.run([sys.executable, "-m", "orchestrator", "cluster", "status", "--ray", "127.0.0.1:1"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == ["error: no Ray cluster at 127.0.0.1:1: Connect call failed "
+                                                  "('127.0.0.1', 1)"]
