@@ -73,6 +73,23 @@ async def cluster_status(address: str) -> subprocess.CompletedProcess[str]:
     return subprocess.CompletedProcess(["cluster", "status"], process.returncode, out.decode(), err.decode())
 
 
+async def killed(agents: list[Any], resources: list[str]) -> None:
+    """Kill the agents and wait until their names are free (a later spawn makes a new one)."""
+    from orchestrator.cluster.agent import NAMESPACE, agent_name
+
+    for agent in agents:
+        ray.kill(agent)
+    deadline = asyncio.get_running_loop().time() + 30
+    for resource in resources:
+        while True:
+            try:
+                ray.get_actor(agent_name(resource), namespace=NAMESPACE)
+            except ValueError:
+                break
+            assert asyncio.get_running_loop().time() < deadline, f"{resource}'s agent still named after 30 s"
+            await asyncio.sleep(0.05)  # between two checks of the name
+
+
 def image_id(host: str, image: str) -> str:
     return subprocess.run(["docker", "-H", host, "image", "inspect", "--format", "{{.Id}}", image],
                           capture_output=True, text=True, check=True).stdout.strip()
@@ -115,12 +132,40 @@ async def test_oracle_across_three_hosts_earns_the_local_rewards(cluster: LocalC
             assert "pool intercode/nl2bash-fs1" in listed.stdout
     finally:
         await asyncio.gather(*(agent.shutdown.remote() for agent in agents))
-        for agent in agents:
-            ray.kill(agent)
+        await killed(agents, resources)
     for host in cluster.engine_hosts:
         assert containers_of(host, run_id) == []
     for engine in cluster.engines:
         assert engine.docker("ps", "-aq").split() == []
+
+
+async def test_errors_reach_the_driver_as_ours(cluster: LocalCluster, data_dir: Path) -> None:
+    """An environment's error is raised as itself; a host agent that dies mid-episode is HostLost,
+    and leaving the episode still works. (Reaping the dead agent's containers is a later slice:
+    here the test removes them by their run label.)"""
+    from environments.base import EpisodeError
+    from orchestrator.cluster.agent import spawn
+    from orchestrator.cluster.remote import HostLost, RemoteEnvironment
+
+    task = the_tasks(data_dir)[0]
+    run_id = f"cluster-{uuid.uuid4().hex[:8]}"
+    agent = spawn("intercode_host_1", data_dir, run_id)
+    host = cluster.engine_hosts[1]
+    try:
+        async with RemoteEnvironment(agent, task.env) as env:
+            with pytest.raises(EpisodeError):
+                await env.step("ls")  # before reset
+            await env.reset(task)
+            assert (await env.step("ls /")).done is False
+            ray.kill(agent)
+            with pytest.raises(HostLost):
+                await env.step("ls /")
+    finally:
+        await killed([agent], ["intercode_host_1"])
+        left = containers_of(host, run_id)
+        if left:
+            subprocess.run(["docker", "-H", host, "rm", "-f", *left], capture_output=True, check=True)
+    assert containers_of(host, run_id) == []
 
 
 def test_an_unreachable_cluster_is_one_line_and_exit_2() -> None:

@@ -7,6 +7,9 @@ environment on another node. A strategy runs unchanged against it.
 
 Each call awaits the actor's method (`await actor.method.remote(...)`); the reply carries the state
 the strategies read without awaiting (`done`, `observation_rows()`), kept here until the next one.
+
+Ray's errors end here: an error raised by the environment on the host is raised again as itself
+(an EpisodeError stays one), and an agent that is gone (its worker or node died) is `HostLost`.
 """
 
 from __future__ import annotations
@@ -15,11 +18,18 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING, Any
 
+import ray.exceptions
+
 from environments.base import StepResult
+from foundation.errors import SandboxError
 
 if TYPE_CHECKING:
     from orchestrator.cluster.agent import Reply
     from tasks import Task
+
+
+class HostLost(SandboxError):
+    """The host agent serving an environment is gone: its containers went with it (an infra failure)."""
 
 
 class RemoteEnvironment:
@@ -81,12 +91,19 @@ class RemoteEnvironment:
                 await resetting
         env_id, self.env_id = self.env_id, None
         if env_id is not None:
-            await asyncio.shield(self.agent.close.remote(env_id))  # a cancelled episode still gives its container back
+            with contextlib.suppress(ray.exceptions.RayActorError):  # a lost host has nothing left to give back
+                await asyncio.shield(self.agent.close.remote(env_id))  # a cancelled episode still gives it back
 
     async def _call(self, method: str, *args: Any) -> Any:
         if self.env_id is None:
             raise RuntimeError("RemoteEnvironment used outside `async with`")
-        reply: Reply = await getattr(self.agent, method).remote(self.env_id, *args)
+        try:
+            reply: Reply = await getattr(self.agent, method).remote(self.env_id, *args)
+        except ray.exceptions.RayTaskError as exc:
+            raise exc.cause from None  # the environment's own error, as a local one would raise it
+        except ray.exceptions.RayActorError as exc:
+            raise HostLost(f"the host agent of {self.host or 'this environment'} is gone during {method}: "
+                           f"{type(exc).__name__}") from exc
         self.done, self._rows = reply.done, reply.rows
         self.hosts.append(reply.host)
         return reply.value
