@@ -126,7 +126,7 @@ class SecondEngine:
 
     def load(self, images: list[str]) -> None:
         """Copy images from the main engine (the same ids, so the same labels and gold cache)."""
-        wanted = [image for image in images if _image_id(None, image) != _image_id(self.host, image)]
+        wanted = [image for image in images if image_id(None, image) != image_id(self.host, image)]
         if not wanted:
             return
         with subprocess.Popen(["docker", "save", *wanted], stdout=subprocess.PIPE) as save:
@@ -140,7 +140,7 @@ class SecondEngine:
         return [json.loads(line) for line in out.splitlines() if line.strip()]
 
 
-def _image_id(host: str | None, image: str) -> str | None:
+def image_id(host: str | None, image: str) -> str | None:
     argv = ["docker", *(["-H", host] if host else []), "image", "inspect", "--format", "{{.Id}}", image]
     result = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     return result.stdout.strip() if result.returncode == 0 else None

@@ -23,6 +23,7 @@ from foundation.pool.ownership import RUN
 from tasks import Task
 from tasks.registry import load_tasks
 from tests.cluster_fixture import LocalCluster
+from tests.second_engine import image_id
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.cluster]
 ray = pytest.importorskip("ray")
@@ -88,11 +89,6 @@ async def killed(agents: list[Any], resources: list[str]) -> None:
                 break
             assert asyncio.get_running_loop().time() < deadline, f"{resource}'s agent still named after 30 s"
             await asyncio.sleep(0.05)  # between two checks of the name
-
-
-def image_id(host: str, image: str) -> str:
-    return subprocess.run(["docker", "-H", host, "image", "inspect", "--format", "{{.Id}}", image],
-                          capture_output=True, text=True, check=True).stdout.strip()
 
 
 def containers_of(host: str, run_id: str) -> list[str]:

@@ -35,7 +35,7 @@ async def _status(args: argparse.Namespace) -> int:
     try:
         from orchestrator.cluster.agent import host_resources, spawn
 
-        resources = host_resources()
+        resources = await asyncio.to_thread(host_resources)  # asks the cluster's control service
         if not resources:
             print(f"no hosts on {args.ray}: no node has an intercode_host_N resource")
             return 1

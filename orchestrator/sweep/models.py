@@ -98,7 +98,7 @@ class SweepModels:
     async def open(cls, config: SweepConfig, tasks: list[Task], data_dir: Path | None) -> AsyncIterator[SweepModels]:
         """Check every model (unknown names, missing keys), start the offline servers, and start the
         processes that make the LLM calls (`llm_workers`; none when every model is offline). Calls
-        made before those are up are made in this process."""
+        made before those are up wait for them: this process never imports litellm."""
         async with AsyncExitStack() as stack:
             specs = []
             for model in config.models:
@@ -132,7 +132,7 @@ class SweepModels:
 async def _start(client: LLMClient) -> None:
     try:
         await client.transport.start()
-    except ModelError as exc:  # the calls are made here, or by a worker started again on the next one
+    except ModelError as exc:  # each call waits for a worker started again, or fails as a retryable connection error
         log.warning("llm_workers_unavailable", error=str(exc))
 
 
