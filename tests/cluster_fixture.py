@@ -39,10 +39,21 @@ STARTED = "Ray runtime started."  # what `ray start` prints once its node is up
 OBJECT_STORE_BYTES = 100 * 1024 * 1024  # Ray's minimum is 75 MiB; the default would take 30 % of memory per node
 
 
-def host_engine(number: int) -> SecondEngine:
+def cluster_slot() -> int:
+    """Which local cluster this process builds: `IC_CLUSTER_SLOT` (0-9, default 0). Clusters of
+    different slots have their own engines' paths, bridges and subnets, so two can run at once."""
+    slot = os.environ.get("IC_CLUSTER_SLOT", "0")
+    if not slot.isdigit() or int(slot) > 9:
+        raise ValueError(f"IC_CLUSTER_SLOT={slot!r}: give a number from 0 to 9")
+    return int(slot)
+
+
+def host_engine(number: int, slot: int | None = None) -> SecondEngine:
     """The engine of node `number` (1, 2, ...): its own bridge on an unused private /24."""
-    return SecondEngine(Path(f"/var/lib/intercode-cluster-host{number}"), bridge=f"ic-host{number}",
-                        bridge_address=f"10.213.{80 + number}.1/24", exec_root=Path(f"/run/ic-host{number}"))
+    slot = cluster_slot() if slot is None else slot
+    name = f"host{number}" if slot == 0 else f"s{slot}host{number}"
+    return SecondEngine(Path(f"/var/lib/intercode-cluster-{name}"), bridge=f"ic-{name}",
+                        bridge_address=f"10.213.{80 + 10 * slot + number}.1/24", exec_root=Path(f"/run/ic-{name}"))
 
 
 class LocalCluster:

@@ -21,6 +21,7 @@ import ray
 from environments import make_environment
 from environments.runtime import Runtime
 from foundation.engine import engine_host
+from orchestrator.cluster.images import ImageLoader, image_facts
 
 if TYPE_CHECKING:
     from environments.base import Environment
@@ -43,6 +44,18 @@ def agent_name(resource: str) -> str:
     return f"agent-{resource}"
 
 
+@dataclass(frozen=True, slots=True)
+class AgentSettings:
+    """What a sweep sets of its hosts' runtimes (sent to each agent at its start)."""
+
+    data_dir: str | None = None
+    run_id: str | None = None
+    reward_mode: str = "original"
+    pools: dict[str, Any] | None = None  # image -> ImagePoolConfig
+    engine_wait: float | None = None
+    gold_dir: str | None = None
+
+
 @ray.remote(num_cpus=0)
 class HostAgent:
     """Owns one node's Runtime. `start()` before use, `shutdown()` at the end (closing every
@@ -50,19 +63,33 @@ class HostAgent:
 
     def __init__(self, host: str, data_dir: str | None = None, run_id: str | None = None) -> None:
         self.host = host
-        self.data_dir = Path(data_dir) if data_dir else None
-        self.run_id = run_id
+        self.settings = AgentSettings(data_dir=data_dir, run_id=run_id)
         self.envs: dict[int, Environment] = {}
         self.ids = itertools.count(1)
         self.runtime: Runtime | None = None
         self.stack = AsyncExitStack()
+        self.loader = ImageLoader()
+
+    async def configure(self, settings: AgentSettings) -> None:
+        """The sweep's settings for the runtime this agent opens next (before `start`)."""
+        if self.runtime is not None:
+            raise RuntimeError(f"{self.host}'s agent is serving already: configure it before its start")
+        self.settings = settings
 
     async def start(self) -> str:
         """Open the node's Runtime; returns the engine it talks to."""
         if self.runtime is None:
-            opened = Runtime.open(data_dir=self.data_dir, run_id=self.run_id)
+            settings = self.settings
+            opened = Runtime.open(data_dir=Path(settings.data_dir) if settings.data_dir else None,
+                                  reward_mode=settings.reward_mode, images=settings.pools, run_id=settings.run_id,
+                                  gold_dir=Path(settings.gold_dir) if settings.gold_dir else None,
+                                  engine_wait=settings.engine_wait)  # type: ignore[arg-type]
             self.runtime = await self.stack.enter_async_context(opened)
         return engine_host()
+
+    async def ping(self) -> str:
+        """The heartbeat: answers while the agent's event loop runs."""
+        return self.host
 
     async def shutdown(self) -> None:
         for env_id in list(self.envs):
@@ -107,6 +134,21 @@ class HostAgent:
                   for tag in image.get("RepoTags") or [] if tag.startswith("intercode/")}
         return {"host": self.host, "node": socket.gethostname(), "engine": engine_host(), "images": images,
                 "pools": self.runtime.pool.stats(), "in_flight": len(self.envs)}
+
+    # ---------------------------------------------------------------- images (orchestrator/cluster/images.py)
+
+    async def image_facts(self, images: list[str]) -> dict[str, Any]:
+        """Each image's id and inputs-hash label on this node's engine (None: not there)."""
+        await self.start()
+        assert self.runtime is not None and self.runtime.docker is not None
+        return await image_facts(self.runtime.docker, images)
+
+    async def load_chunk(self, token: str, chunk: bytes, last: bool) -> list[str] | None:
+        """A piece of a `docker save` archive sent by the sweep; the last one loads it into the node's
+        engine and returns the images loaded."""
+        await self.start()
+        assert self.runtime is not None and self.runtime.docker is not None
+        return await self.loader.feed(self.runtime.docker, token, chunk, last)
 
     def _reply(self, env_id: int, value: Any) -> Reply:
         env = self.envs[env_id]
