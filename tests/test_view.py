@@ -156,7 +156,9 @@ async def test_an_episode_shows_task_gold_turns_calls_and_lineage(sweeps):
         assert f"reward after it: {reward:.3f}" in page
     assert column(page, "calls", 3) == [f"{p:,}" for p, _ in calls] and column(page, "calls", 2)[0] == calls[0][1]
     assert digest.startswith("sha256:") and digest in page and "local-sim" in column(page, "lineage", 1)
+    (episode_host,), = rows(a, "SELECT host FROM episodes WHERE id = ?", (episode_id,))
     host = rows(a, "SELECT host FROM runs")[0][0]
+    assert episode_host and column(page, "lineage", 1)[column(page, "lineage", 0).index("host")] == episode_host
     assert host in column(page, "lineage", 1)
 
 

@@ -59,6 +59,7 @@ CREATE TABLE IF NOT EXISTS episodes (
     attempts          INTEGER NOT NULL,   -- 1 + infrastructure retries
     image             TEXT NOT NULL,
     image_digest      TEXT,
+    host              TEXT,               -- where its containers ran: the machine, or a cluster's host
     served_model      TEXT,               -- the model name the provider reported serving
     started_at        REAL NOT NULL,
     finished_at       REAL NOT NULL,

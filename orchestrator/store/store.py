@@ -27,6 +27,7 @@ from orchestrator.store.records import EpisodeKey, EpisodeRecord
 DB_NAME = "results.db"
 SCHEMA = Path(__file__).with_name("schema.sql")
 SCHEMA_VERSION = "1"
+NEW_EPISODE_COLUMNS = [("host", "TEXT")]  # added to stores made before them (same schema version: old readers ignore them)
 T = TypeVar("T")
 
 
@@ -98,6 +99,7 @@ class Store:
             if tables and "meta" not in tables:
                 raise ConfigError(f"{self.path} is not a results database of this tool: choose another output directory")
             db.executescript(SCHEMA.read_text())
+            _add_new_columns(db)
             db.execute("PRAGMA foreign_keys=ON")
             self._check_identity(sweep, identity)
         except sqlite3.DatabaseError as exc:
@@ -156,13 +158,13 @@ class Store:
             cursor = db.execute(
                 "INSERT INTO episodes (run_id, sweep, model, strategy, task_set, task_id, epoch, env, dataset, "
                 "task_index, query, gold, status, failure_class, error, reward, success, n_turns, max_turns, "
-                "prompt_tokens, completion_tokens, cost_usd, unpriced_calls, attempts, image, image_digest, "
-                "served_model, started_at, finished_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "prompt_tokens, completion_tokens, cost_usd, unpriced_calls, attempts, image, image_digest, host, "
+                "served_model, started_at, finished_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (run_id, sweep, *r.key, r.env, r.dataset, r.task_index, r.query, r.gold, r.status, r.failure_class,
                  r.error, r.reward, int(r.success), len(r.turns), r.max_turns,
                  sum(c.prompt_tokens for c in r.calls), sum(c.completion_tokens for c in r.calls), r.cost_usd,
                  sum(1 for c in r.calls if c.cost_usd is None), r.attempts, r.image, r.image_digest,
-                 r.served_model, r.started_at, r.finished_at))
+                 r.host, r.served_model, r.started_at, r.finished_at))
             episode_id = cursor.lastrowid
             db.executemany("INSERT INTO turns VALUES (?, ?, ?, ?, ?, ?, ?)", [
                 (episode_id, i, t.output, t.action, t.observation, t.reward, int(t.executed))
@@ -170,6 +172,14 @@ class Store:
             db.executemany("INSERT INTO llm_calls VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", [
                 (episode_id, i, c.model, c.served_model, c.prompt_tokens, c.completion_tokens, c.latency_s,
                  c.attempts, c.cost_usd) for i, c in enumerate(r.calls)])
+
+
+def _add_new_columns(db: sqlite3.Connection) -> None:
+    """Columns added since a store was made: a store written before them gets them (empty)."""
+    have = {row[1] for row in db.execute("PRAGMA table_info(episodes)")}
+    for column, kind in NEW_EPISODE_COLUMNS:
+        if column not in have:
+            db.execute(f"ALTER TABLE episodes ADD COLUMN {column} {kind}")
 
 
 class _Transaction:

@@ -17,8 +17,12 @@ anywhere else is not one.
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import aiodocker
 import aiohttp
@@ -32,6 +36,7 @@ from foundation.errors import SandboxError, UserError
 from orchestrator.store import EpisodeRecord, LLMCall, TurnRecord
 from orchestrator.sweep.models import SweepModels
 from orchestrator.sweep.plan import PlannedEpisode
+from tasks import Task
 
 log = structlog.get_logger(__name__)
 # The engine's errors are translated at their boundary into SandboxErrors; the others are here so
@@ -44,10 +49,54 @@ class EpisodeTimedOut(Exception):
     """The episode's own deadline passed."""
 
 
+@dataclass(frozen=True, slots=True)
+class Placed:
+    """An episode's environment and where it runs: the host and the image's digest there."""
+
+    env: Any  # an Environment, or anything with its methods (orchestrator.cluster.remote.RemoteEnvironment)
+    host: str
+    image_digest: str | None
+
+
+class Site(Protocol):
+    """Where episodes get their environments: this machine's runtime (LocalSite) or the hosts of a
+    cluster (orchestrator.cluster.site.ClusterSite)."""
+
+    @property
+    def generation(self) -> int: ...
+
+    async def engine_lost_since(self, generation: int) -> bool: ...
+
+    def environment(self, task: Task, avoid: frozenset[str]) -> AbstractAsyncContextManager[Placed]:
+        """The task's environment on a host, preferably not one of `avoid` (where it failed before)."""
+        ...
+
+
+class LocalSite:
+    """Episodes on this machine's engine, through one Runtime."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.host = socket.gethostname()
+
+    @property
+    def generation(self) -> int:
+        return self.runtime.generation
+
+    async def engine_lost_since(self, generation: int) -> bool:
+        return await self.runtime.engine_lost_since(generation)
+
+    @asynccontextmanager
+    async def environment(self, task: Task, avoid: frozenset[str] = frozenset()) -> AsyncIterator[Placed]:
+        digest = await self.runtime.image_digest(task.image) if task.image else None  # a kind without containers has none
+        async with make_environment(task.env, self.runtime) as env:
+            yield Placed(env, self.host, digest)
+
+
 class EpisodeRunner:
-    def __init__(self, runtime: Runtime, models: SweepModels, *, max_turns: int, timeout: float,
+    def __init__(self, site: Site, models: SweepModels, *, max_turns: int, timeout: float,
                  retries: int, on_retry: Callable[[PlannedEpisode, str], None] | None = None) -> None:
-        self.runtime, self.models = runtime, models
+        self.site, self.models = site, models
         self.max_turns, self.timeout, self.retries = max_turns, timeout, retries
         self.on_retry = on_retry or (lambda episode, reason: None)
 
@@ -55,13 +104,16 @@ class EpisodeRunner:
         """The episode's record; raises only on cancellation and on user errors (image not built,
         an engine that stayed away longer than the sweep waits)."""
         attempt, counted, outages = 1, 0, 0
+        failed_on: set[str] = set()  # hosts where an attempt met an infra failure: the next goes elsewhere
         while True:
             record = self._record(episode, attempt)
-            generation = self.runtime.generation
+            generation = self.site.generation
             try:
-                await self._play(episode, record)
+                await self._play(episode, record, frozenset(failed_on))
             except (*INFRA_ERRORS, EpisodeTimedOut) as exc:
-                if outages < MAX_OUTAGES and await self.runtime.engine_lost_since(generation):
+                if record.host is not None and not isinstance(exc, EpisodeTimedOut):
+                    failed_on.add(record.host)
+                if outages < MAX_OUTAGES and await self.site.engine_lost_since(generation):
                     outages += 1
                     log.info("episode_rerun_after_engine_outage", task=episode.task.id, model=episode.model,
                              error=_line(exc))
@@ -72,7 +124,7 @@ class EpisodeRunner:
                 else:
                     counted += 1
                     log.warning("episode_retry", task=episode.task.id, model=episode.model, attempt=attempt,
-                                error=_line(exc))
+                                failure_class="infra", host=record.host, error=_line(exc))
                 self.on_retry(episode, _line(exc))
                 attempt += 1
                 continue
@@ -91,17 +143,16 @@ class EpisodeRunner:
                              query=task.query, gold=task.gold_text, image=task.image, max_turns=self.max_turns,
                              started_at=time.time(), attempts=attempt)
 
-    async def _play(self, episode: PlannedEpisode, record: EpisodeRecord) -> None:
+    async def _play(self, episode: PlannedEpisode, record: EpisodeRecord, avoid: frozenset[str]) -> None:
         calls: list[LLMCall] = record.calls
         model = self.models.for_episode(episode.model, calls)
         strategy = get_strategy(episode.strategy)
         deadline = asyncio.timeout(self.timeout)
         try:
             async with deadline:
-                if episode.task.image:  # a kind without containers has none
-                    record.image_digest = await self.runtime.image_digest(episode.task.image)
-                async with make_environment(episode.task.env, self.runtime) as env:
-                    outcome = await strategy.run(env, episode.task, model, max_turns=self.max_turns)
+                async with self.site.environment(episode.task, avoid) as placed:
+                    record.host, record.image_digest = placed.host, placed.image_digest
+                    outcome = await strategy.run(placed.env, episode.task, model, max_turns=self.max_turns)
         except TimeoutError:
             if deadline.expired():
                 raise EpisodeTimedOut() from None

@@ -36,7 +36,7 @@ from orchestrator.sweep.config import PoolSettings, SweepConfig
 from orchestrator.sweep.models import SweepModels, check_models
 from orchestrator.sweep.plan import Dispatcher, PlannedEpisode, plan, select_tasks
 from orchestrator.sweep.progress import SweepProgress
-from orchestrator.sweep.runner import EpisodeRunner
+from orchestrator.sweep.runner import EpisodeRunner, LocalSite
 from tasks import Task
 
 log = structlog.get_logger(__name__)
@@ -131,7 +131,7 @@ async def _run(config: SweepConfig, todo: list[PlannedEpisode], task_sets: dict[
 
 async def _episodes(config: SweepConfig, todo: list[PlannedEpisode], runtime: Runtime, models: SweepModels,
                     store: Store, run_id: int, progress: SweepProgress) -> int:
-    runner = EpisodeRunner(runtime, models, max_turns=config.max_turns, timeout=config.episode_timeout,
+    runner = EpisodeRunner(LocalSite(runtime), models, max_turns=config.max_turns, timeout=config.episode_timeout,
                            retries=config.infra_retries, on_retry=progress.retried)
     dispatcher = Dispatcher(todo, capacity=lambda image: None if not image or image in SERVICE_IMAGES
                             else runtime.pool.capacity(image))

@@ -192,6 +192,7 @@ def _lineage(detail: EpisodeDetail) -> str:
     rows = [["image", esc(e["image"])], ["image digest", esc(e["image_digest"] or "(unknown)")],
             ["model as served", esc(e["served_model"] or "(not reported)")], ["environment", esc(e["env"])],
             ["dataset", f"{esc(e['dataset'])} #{e['task_index']}"], ["run", f"{run.get('id', '—')} ({esc(run.get('status'))})"],
-            ["host", esc(run.get("host") or "—")], ["git sha", esc(run.get("git_sha") or "—")],
+            ["host", esc(e.get("host") or run.get("host") or "—")], ["sweep ran on", esc(run.get("host") or "—")],
+            ["git sha", esc(run.get("git_sha") or "—")],
             ["sweep file sha256", esc(run.get("sweep_hash") or "—")]]
     return table(None, rows, "lineage", names=2)
