@@ -16,6 +16,7 @@ engines are closed, their containers removed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -64,11 +65,13 @@ class LocalCluster:
         self.address = f"127.0.0.1:{self.port}"
         self.temp_dir = Path(tempfile.mkdtemp(prefix="ic-ray-", dir="/tmp"))
         self.nodes: list[subprocess.Popen[bytes]] = []
+        self.extra_hosts: dict[int, str] = {}  # node number -> its engine, for nodes added later
 
     @property
     def engine_hosts(self) -> list[str]:
         """The engine of each node, in node order: the main engine's first."""
-        return [os.environ.get("DOCKER_HOST") or DEFAULT_HOST] + [engine.host for engine in self.engines]
+        hosts = [os.environ.get("DOCKER_HOST") or DEFAULT_HOST] + [engine.host for engine in self.engines]
+        return hosts + [self.extra_hosts[number] for number in sorted(self.extra_hosts)]
 
     def __enter__(self) -> LocalCluster:
         try:
@@ -92,17 +95,53 @@ class LocalCluster:
             self._node(number, ["--address", self.address])
         self._wait_for_nodes()
 
+    def kill_node(self, number: int) -> None:
+        """SIGKILL node `number` (not the head): its Ray processes and its engine, as a machine lost.
+        Ray's processes leave the session of their `ray start`; all of a node's carry its engine's
+        DOCKER_HOST, which is how they are found."""
+        assert number > 0, "the head stays"
+        node = self.nodes[number]
+        if node.poll() is None:
+            os.killpg(node.pid, signal.SIGKILL)
+            node.wait()
+        for pid in _processes_with(f"DOCKER_HOST={self.engine_hosts[number]}"):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        self.engines[number - 1].kill()
+
+    def add_node(self, docker_host: str) -> int:
+        """One more node, its engine at `docker_host` (none answering there is a node without Docker);
+        returns its number. `stop_node` ends it."""
+        number = len(self.nodes)
+        self.extra_hosts[number] = docker_host
+        self._node(number, ["--address", self.address])
+        self._wait_for_nodes()
+        return number
+
+    def stop_node(self, number: int) -> None:
+        _terminate(self.nodes[number])
+
+    def restart_node(self, number: int) -> None:
+        """Node `number` back after `kill_node`: its engine started again, then its Ray node."""
+        self.engines[number - 1].start()
+        self._node(number, ["--address", self.address])
+
     def _node(self, number: int, role: list[str]) -> None:
         env = {**os.environ, "DOCKER_HOST": self.engine_hosts[number], "RAY_USAGE_STATS_ENABLED": "0"}
         argv = [RAY, "start", *role, "--block", "--node-ip-address", "127.0.0.1", "--num-cpus", "1",
                 "--object-store-memory", str(OBJECT_STORE_BYTES), "--temp-dir", str(self.temp_dir),
                 "--resources", json.dumps({f"intercode_host_{number}": 1})]
         path = self.temp_dir / f"node{number}.log"
+        seen = path.read_text(errors="replace").count(STARTED) if path.exists() else 0
         with path.open("ab") as log:
-            self.nodes.append(subprocess.Popen(argv, env=env, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
-                                               start_new_session=True))
+            process = subprocess.Popen(argv, env=env, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
+                                       start_new_session=True)
+        if number < len(self.nodes):
+            self.nodes[number] = process  # a node started again
+        else:
+            self.nodes.append(process)
         # One node at a time: nodes starting together on one machine time out on each other.
-        self._wait(lambda: STARTED in path.read_text(errors="replace"), f"ray node {number}")
+        self._wait(lambda: path.read_text(errors="replace").count(STARTED) > seen, f"ray node {number}")
 
     def _wait_for_nodes(self) -> None:
         wanted = {f"intercode_host_{number}" for number in range(len(self.nodes))}
@@ -143,6 +182,18 @@ def _terminate(process: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)  # its own session: only the processes of this node
         process.wait()
+
+
+def _processes_with(variable: str) -> list[int]:
+    """The processes whose environment has `variable` (NAME=value)."""
+    wanted = variable.encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            with contextlib.suppress(OSError):
+                if wanted in (entry / "environ").read_bytes().split(b"\0"):
+                    found.append(int(entry.name))
+    return found
 
 
 def _free_port() -> int:

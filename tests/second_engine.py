@@ -51,6 +51,8 @@ class SecondEngine:
         _ensure_bridge(self.bridge, self.bridge_address)
         self._stop_stale()
         self._unmount_leftovers()
+        for stale in ("containerd.pid", "containerd.sock.ttrpc"):  # left by a killed dockerd's containerd:
+            (self.exec_root / "containerd" / stale).unlink(missing_ok=True)  # its next start would wait on them
         argv = ["dockerd", "--host", self.host, "--data-root", str(self.base / "data"), "--exec-root", str(self.exec_root),
                 "--pidfile", str(self.pidfile), "--bridge", self.bridge, "--iptables=false", "--ip-masq=false",
                 "--log-level", "warn"]
@@ -75,6 +77,14 @@ class SecondEngine:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        self.process = None
+
+    def kill(self) -> None:
+        """SIGKILL dockerd, as a crash would: its containers stay behind, for its next start to find."""
+        if self.process is None:
+            return
+        self.process.kill()
+        self.process.wait()
         self.process = None
 
     def close(self) -> None:

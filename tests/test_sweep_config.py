@@ -62,11 +62,25 @@ def test_a_good_file_loads_with_defaults_and_a_stable_identity(tmp_path):
     (lambda t: t.replace('name = "openai/sim"', 'name = "sim"'), "a local model is served over the OpenAI or the Anthropic API"),
     (lambda t: t + '\n[[tasks]]\ndataset = "starter-bash"\n', "task set 'starter-bash' is listed twice"),
     (lambda t: t.replace("[[tasks]]", "[[tasks]", 1), "is not valid TOML"),
+    (lambda t: t + '[cluster]\nray = "head"\n', 'cluster.ray: expected "auto", "HOST:PORT" or "ray://HOST:PORT", not \'head\''),
+    (lambda t: t + '[cluster]\nray = "auto"\nhosts = 3\n', "cluster.hosts: Input should be a valid list"),
+    (lambda t: t + '[cluster]\nray = "auto"\nwarm = 3\n', "cluster.warm: unknown key; allowed: ray, hosts, host_concurrency"),
 ])
 def test_each_mistake_is_one_line_naming_the_key(tmp_path, change, expected):
     message = error_of(tmp_path, change(GOOD))
     assert expected in message
     assert "\n" not in message
+
+
+def test_the_cluster_section_and_ray_flag_do_not_change_the_identity(tmp_path):
+    config, _ = load_sweep(write(tmp_path, GOOD))
+    assert config.cluster is None
+    flagged, _ = load_sweep(write(tmp_path, GOOD), {"ray": "10.0.0.5:6379"})
+    assert flagged.cluster is not None and flagged.cluster.ray == "10.0.0.5:6379"
+    assert (flagged.cluster.heartbeat, flagged.cluster.host_timeout, flagged.cluster.ship_images) == (2.0, 15.0, True)
+    filed, _ = load_sweep(write(tmp_path, GOOD + '[cluster]\nray = "auto"\nhost_concurrency = 4\n'), {"ray": "ray://h:10001"})
+    assert (filed.cluster.ray, filed.cluster.host_concurrency) == ("ray://h:10001", 4)  # the flag overrides the address only
+    assert config.identity() == flagged.identity() == filed.identity()  # where episodes run does not change them
 
 
 def test_a_missing_file_and_a_bad_file_exit_2_with_one_line(tmp_path, capsys):

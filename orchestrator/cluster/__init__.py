@@ -8,3 +8,15 @@ warm pool, services and gold cache, and serves the environment seam remotely.
 Nothing here imports Ray at package import: `ray` is an optional extra (`.[ray]`), imported by the
 modules that need it. See docs/cluster.md.
 """
+
+from __future__ import annotations
+
+import importlib.util
+
+from foundation.errors import ConfigError
+
+
+def require_ray(what: str) -> None:
+    """ConfigError, one line, when Ray (the optional `ray` extra) is not installed."""
+    if importlib.util.find_spec("ray") is None:
+        raise ConfigError(f"{what} needs Ray, an optional extra: pip install -e '.[ray]'")

@@ -9,6 +9,7 @@ without awaiting (`done`, `observation_rows()`), and the host that served it.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import socket
 from contextlib import AsyncExitStack
@@ -16,19 +17,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import aiodocker
 import ray
+import structlog
 
 from environments import make_environment
 from environments.runtime import Runtime
-from foundation.engine import engine_host
+from environments.sql_server import sql_server
+from foundation.engine import engine, engine_host
+from foundation.errors import SandboxError
+from foundation.pool.ownership import reap_orphans
 from orchestrator.cluster.images import ImageLoader, image_facts
 
 if TYPE_CHECKING:
     from environments.base import Environment
     from tasks import Task
 
+log = structlog.get_logger(__name__)
+
 RESOURCE_PREFIX = "intercode_host_"
 NAMESPACE = "intercode"
+ENGINE_PING_TIMEOUT = 5.0  # seconds for the node's engine to answer a heartbeat's check
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +78,9 @@ class HostAgent:
         self.runtime: Runtime | None = None
         self.stack = AsyncExitStack()
         self.loader = ImageLoader()
+        self.docker: aiodocker.Docker | None = None
+        self.reaped = 0
+        self.services: dict[str, asyncio.Future[Any]] = {}
 
     async def configure(self, settings: AgentSettings) -> None:
         """The sweep's settings for the runtime this agent opens next (before `start`)."""
@@ -77,8 +89,10 @@ class HostAgent:
         self.settings = settings
 
     async def start(self) -> str:
-        """Open the node's Runtime; returns the engine it talks to."""
+        """Reap the containers of owners that are gone (a killed sweep's, a lost agent's), then open
+        the node's Runtime; returns the engine it talks to."""
         if self.runtime is None:
+            self.reaped = await reap_orphans(await self._engine())
             settings = self.settings
             opened = Runtime.open(data_dir=Path(settings.data_dir) if settings.data_dir else None,
                                   reward_mode=settings.reward_mode, images=settings.pools, run_id=settings.run_id,
@@ -87,14 +101,40 @@ class HostAgent:
             self.runtime = await self.stack.enter_async_context(opened)
         return engine_host()
 
-    async def ping(self) -> str:
-        """The heartbeat: answers while the agent's event loop runs."""
-        return self.host
+    async def ping(self) -> bool:
+        """The heartbeat: answers while the agent runs; True while its engine answers too."""
+        if self.runtime is None or self.runtime.docker is None:
+            return False
+        try:
+            async with asyncio.timeout(ENGINE_PING_TIMEOUT):
+                await self.runtime.docker.version()
+        except Exception:  # noqa: BLE001 — any failure to answer is an engine away
+            return False
+        return True
+
+    async def warm(self, containers: dict[str, int], services: list[str]) -> None:
+        """Start the shared services (the SQL server) in the background and `containers` idle
+        containers per image, so the first episodes don't queue behind start-up. A failure here is
+        logged: the episodes meet (and classify) the same trouble."""
+        await self.start()
+        assert self.runtime is not None
+        for image in services:
+            if image not in self.services:
+                self.services[image] = asyncio.ensure_future(sql_server(self.runtime, image))
+        try:
+            await asyncio.gather(*(self.runtime.pool.warm(image, n) for image, n in containers.items()))
+        except SandboxError as exc:
+            log.warning("pool_warm_failed", host=self.host, error=str(exc))
 
     async def shutdown(self) -> None:
         for env_id in list(self.envs):
             await self.close(env_id)
+        services, self.services = list(self.services.values()), {}
+        for service in services:
+            service.cancel()
+        await asyncio.gather(*services, return_exceptions=True)
         self.runtime = None
+        self.docker = None
         await self.stack.aclose()
 
     # ---------------------------------------------------------------- the environment seam
@@ -133,38 +173,65 @@ class HostAgent:
         images = {tag: image["Id"] for image in await self.runtime.docker.images.list()
                   for tag in image.get("RepoTags") or [] if tag.startswith("intercode/")}
         return {"host": self.host, "node": socket.gethostname(), "engine": engine_host(), "images": images,
-                "pools": self.runtime.pool.stats(), "in_flight": len(self.envs)}
+                "pools": self.runtime.pool.stats(), "in_flight": len(self.envs), "reaped": self.reaped}
 
     # ---------------------------------------------------------------- images (orchestrator/cluster/images.py)
 
+    # Before `start`: the runtime's pool refuses to open without its images.
+
     async def image_facts(self, images: list[str]) -> dict[str, Any]:
         """Each image's id and inputs-hash label on this node's engine (None: not there)."""
-        await self.start()
-        assert self.runtime is not None and self.runtime.docker is not None
-        return await image_facts(self.runtime.docker, images)
+        return await image_facts(await self._engine(), images)
 
     async def load_chunk(self, token: str, chunk: bytes, last: bool) -> list[str] | None:
         """A piece of a `docker save` archive sent by the sweep; the last one loads it into the node's
         engine and returns the images loaded."""
-        await self.start()
-        assert self.runtime is not None and self.runtime.docker is not None
-        return await self.loader.feed(self.runtime.docker, token, chunk, last)
+        return await self.loader.feed(await self._engine(), token, chunk, last)
+
+    async def abort_load(self, token: str) -> None:
+        """Forget a partly received archive (its sending failed)."""
+        self.loader.drop(token)
+
+    async def _engine(self) -> aiodocker.Docker:
+        """A client of the node's engine for its images (EngineUnavailable, one line, when none answers)."""
+        if self.docker is None:
+            self.docker = await self.stack.enter_async_context(engine())
+        return self.docker
 
     def _reply(self, env_id: int, value: Any) -> Reply:
         env = self.envs[env_id]
         return Reply(value, env.done, env.observation_rows(), self.host)
 
 
-def spawn(resource: str, data_dir: Path | None = None, run_id: str | None = None) -> Any:
+def spawn(resource: str, data_dir: Path | None = None, run_id: str | None = None, *, name: str | None = None,
+          detached: bool = False) -> Any:
     """The agent of host `resource` (`intercode_host_N`), created on the node that has it, or the
-    one already there. `run_id` labels its containers (foundation.pool.ownership.RUN)."""
-    options = {"name": agent_name(resource), "namespace": NAMESPACE, "get_if_exists": True,
-               "resources": {resource: 1}, "max_concurrency": 1000}
+    one of that `name` already there (default: the host's shared agent; a sweep names its own).
+    `run_id` labels its containers (foundation.pool.ownership.RUN). A `detached` agent outlives the
+    job that created it, until its `shutdown()` and `ray.kill` (`cluster down`); otherwise Ray ends it
+    with its creator."""
+    options = {"name": name or agent_name(resource), "namespace": NAMESPACE, "get_if_exists": True,
+               "resources": {resource: 1}, "max_concurrency": 1000, **({"lifetime": "detached"} if detached else {})}
     return HostAgent.options(**options).remote(resource, str(data_dir) if data_dir else None, run_id)
 
 
 def host_resources() -> list[str]:
-    """The cluster's host resources, by number: intercode_host_0, intercode_host_1, ..."""
-    suffixes = [name[len(RESOURCE_PREFIX):] for name in ray.cluster_resources() if name.startswith(RESOURCE_PREFIX)]
-    by_number = sorted(suffixes, key=lambda end: (not end.isdigit(), int(end) if end.isdigit() else 0, end))
-    return [RESOURCE_PREFIX + suffix for suffix in by_number]
+    """The cluster's live hosts, by number: intercode_host_0, intercode_host_1, ..."""
+    return list(node_cpus())
+
+
+def node_cpus() -> dict[str, float]:
+    """Each live host resource (a node's `intercode_host_N`) with its node's CPUs, by host number."""
+    found: dict[str, float] = {}
+    for node in ray.nodes():
+        if node.get("Alive"):
+            resources = node.get("Resources") or {}
+            for name in resources:
+                if name.startswith(RESOURCE_PREFIX):
+                    found[name] = float(resources.get("CPU", 1.0))
+    return dict(sorted(found.items(), key=lambda item: _host_number(item[0])))
+
+
+def _host_number(resource: str) -> tuple[bool, int, str]:
+    end = resource.removeprefix(RESOURCE_PREFIX)
+    return (not end.isdigit(), int(end) if end.isdigit() else 0, end)

@@ -13,8 +13,10 @@ import asyncio
 from typing import Any
 
 from foundation.errors import ConfigError, UserError
+from orchestrator.cluster import require_ray
 
 CONNECT_TIMEOUT = 5.0  # seconds for the cluster's address to accept a connection
+DOWN_TIMEOUT = 60.0  # seconds for an agent to remove its containers
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -23,15 +25,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     status = cmds.add_parser("status", help="each host: its images with their ids, pools and episodes in flight")
     status.add_argument("--ray", required=True, metavar="ADDRESS", help="the cluster's head, HOST:PORT")
     status.set_defaults(handler=_status)
+    down = cmds.add_parser("down", help="stop the hosts' shared agents (trainers' environments), removing their containers")
+    down.add_argument("--ray", required=True, metavar="ADDRESS", help="the cluster's head, HOST:PORT")
+    down.set_defaults(handler=_down)
 
 
 async def _status(args: argparse.Namespace) -> int:
-    try:
-        import ray
-    except ImportError:
-        raise ConfigError("Ray is not installed: pip install '.[ray]'") from None
-    await _reachable(args.ray)
-    await asyncio.to_thread(ray.init, address=args.ray, logging_level="error", log_to_driver=False)
+    await connect(args.ray)
+    import ray
+
     try:
         from orchestrator.cluster.agent import host_resources, spawn
 
@@ -47,7 +49,56 @@ async def _status(args: argparse.Namespace) -> int:
         ray.shutdown()
 
 
-async def _reachable(address: str) -> None:
+async def _down(args: argparse.Namespace) -> int:
+    """Each host's shared agent (the one trainers and `cluster status` use), if it runs: its
+    environments closed and its containers removed, then the actor ended. A sweep's own agents
+    end with their sweep."""
+    await connect(args.ray)
+    import ray
+
+    from orchestrator.cluster.agent import NAMESPACE, agent_name, host_resources
+
+    try:
+        stopped = 0
+        for resource in await asyncio.to_thread(host_resources):
+            try:
+                agent = await asyncio.to_thread(ray.get_actor, agent_name(resource), namespace=NAMESPACE)
+            except ValueError:  # none runs there
+                continue
+            try:
+                await asyncio.wait_for(agent.shutdown.remote(), DOWN_TIMEOUT)
+            finally:
+                await asyncio.to_thread(ray.kill, agent, no_restart=True)
+            print(f"{resource}: shared agent stopped")
+            stopped += 1
+        print(f"{stopped} shared agents stopped")
+        return 0
+    finally:
+        ray.shutdown()
+
+
+async def connect(address: str | None) -> bool:
+    """Join the Ray cluster at `address` unless this process has already joined one (a trainer's
+    job, a test); True when this call joined (and so leaves at the end). One line when nothing
+    answers, or when there is no address to join."""
+    require_ray("the cluster")
+    import ray
+
+    if ray.is_initialized():
+        return False
+    if address is None:
+        raise ConfigError("Ray is not initialized: call ray.init(address=...) first or pass address=HOST:PORT")
+    if address != "auto" and not address.startswith("ray://"):
+        await reachable(address)
+    try:
+        await asyncio.to_thread(ray.init, address=address, logging_level="error", log_to_driver=False)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        text = str(exc).strip().splitlines()
+        raise UserError(f"cannot join the Ray cluster {address}: {text[0] if text else type(exc).__name__}") from None
+    return True
+
+
+async def reachable(address: str) -> None:
     """One line instead of Ray's long retries when nothing listens at `address`."""
     host, _, port = address.rpartition(":")
     if not host or not port.isdigit():

@@ -10,6 +10,8 @@ the strategies read without awaiting (`done`, `observation_rows()`), kept here u
 
 Ray's errors end here: an error raised by the environment on the host is raised again as itself
 (an EpisodeError stays one), and an agent that is gone (its worker or node died) is `HostLost`.
+With `lost` (a future the sweep's heartbeat completes when the host stops answering), a call in
+flight ends as `HostLost` at once instead of waiting for Ray to declare the node dead.
 """
 
 from __future__ import annotations
@@ -33,9 +35,10 @@ class HostLost(SandboxError):
 
 
 class RemoteEnvironment:
-    def __init__(self, agent: Any, kind: str) -> None:
+    def __init__(self, agent: Any, kind: str, lost: asyncio.Future[None] | None = None) -> None:
         self.agent = agent
         self.kind = kind
+        self.lost = lost
         self.env_id: int | None = None
         self.task: Task | None = None
         self.done = False
@@ -44,7 +47,10 @@ class RemoteEnvironment:
         self._resetting: asyncio.Future[str] | None = None
 
     async def __aenter__(self) -> RemoteEnvironment:
-        self.env_id = await self.agent.open_env.remote(self.kind)
+        try:
+            self.env_id = await self._await(self.agent.open_env.remote(self.kind), "open_env")
+        except ray.exceptions.RayActorError as exc:
+            raise HostLost(f"the host agent is gone before the episode began: {type(exc).__name__}") from exc
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -90,15 +96,16 @@ class RemoteEnvironment:
             with contextlib.suppress(Exception, asyncio.CancelledError):
                 await resetting
         env_id, self.env_id = self.env_id, None
-        if env_id is not None:
-            with contextlib.suppress(ray.exceptions.RayActorError):  # a lost host has nothing left to give back
-                await asyncio.shield(self.agent.close.remote(env_id))  # a cancelled episode still gives it back
+        if env_id is not None and not (self.lost is not None and self.lost.done()):
+            # A lost host has nothing left to give back; a cancelled episode still gives it back.
+            with contextlib.suppress(ray.exceptions.RayActorError, HostLost):
+                await asyncio.shield(self._await(self.agent.close.remote(env_id), "close"))
 
     async def _call(self, method: str, *args: Any) -> Any:
         if self.env_id is None:
             raise RuntimeError("RemoteEnvironment used outside `async with`")
         try:
-            reply: Reply = await getattr(self.agent, method).remote(self.env_id, *args)
+            reply: Reply = await self._await(getattr(self.agent, method).remote(self.env_id, *args), method)
         except ray.exceptions.RayTaskError as exc:
             raise exc.cause from None  # the environment's own error, as a local one would raise it
         except ray.exceptions.RayActorError as exc:
@@ -107,3 +114,19 @@ class RemoteEnvironment:
         self.done, self._rows = reply.done, reply.rows
         self.hosts.append(reply.host)
         return reply.value
+
+    async def _await(self, ref: Any, method: str) -> Any:
+        """The call's value, or HostLost as soon as the host is known to be lost."""
+        if self.lost is None:
+            return await ref
+        call = asyncio.ensure_future(ref)
+        await asyncio.wait((call, self.lost), return_when=asyncio.FIRST_COMPLETED)
+        if call.done():
+            return call.result()
+        call.add_done_callback(_forget)  # it ends when Ray declares the node dead, or never
+        raise HostLost(f"the host of this environment stopped answering during {method}")
+
+
+def _forget(call: asyncio.Future[Any]) -> None:
+    if not call.cancelled():
+        call.exception()  # retrieved: a lost call's error is no news

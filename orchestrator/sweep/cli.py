@@ -27,6 +27,8 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--concurrency", type=int, help="episodes at once (overrides the file's `concurrency`)")
     parser.add_argument("--data-dir", metavar="DIR", help=f"the InterCode data (default: the file's data_dir, "
                                                           f"${DATA_DIR_ENV}, else ../shared/intercode-data)")
+    parser.add_argument("--ray", metavar="ADDRESS", help='run the episodes on a Ray cluster\'s hosts: "auto", '
+                                                      'HOST:PORT or ray://HOST:PORT (sets the file\'s [cluster] ray)')
     parser.add_argument("-q", "--quiet", action="store_true", help="no live table, no console logs (for CI)")
     parser.add_argument("--no-report", action="store_true", help="don't write report.md/report.html at the end")
     parser.set_defaults(**handler_of(run))
@@ -42,7 +44,8 @@ def data_dir_for(config: SweepConfig, flag: str | None) -> Path | None:
 
 
 async def run(args: argparse.Namespace) -> int:
-    config, sweep_hash = load_sweep(args.file, {"output": args.output, "concurrency": args.concurrency})
+    config, sweep_hash = load_sweep(args.file, {"output": args.output, "concurrency": args.concurrency,
+                                                  "ray": args.ray})
     data_dir = data_dir_for(config, args.data_dir)
     progress = SweepProgress(quiet=args.quiet)
     with logging_to_file(config.output / "sweep.log", args.verbose, console=not args.quiet):

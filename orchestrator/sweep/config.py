@@ -149,6 +149,31 @@ class BudgetSettings(BaseModel):
     tokens: int | None = Field(None, gt=0, description="stop calling models once this many tokens are spent")
 
 
+class ClusterSettings(BaseModel):
+    """`[cluster]`: run the episodes on the hosts of a Ray cluster (docs/scale-out.md). Where they
+    run does not change their results: none of this is part of the sweep's identity."""
+
+    model_config = _STRICT
+
+    ray: str = Field(description='the cluster: "auto" (the one this machine belongs to), "HOST:PORT" or "ray://HOST:PORT"')
+    hosts: list[str] | None = Field(None, min_length=1, description="only these hosts (intercode_host_N); default: "
+                                    "every node with an intercode_host_N resource, also those joining later")
+    host_concurrency: int | None = Field(None, ge=1, le=4096, description="episodes at once per host (default: 8 "
+                                         "per CPU of the host's node)")
+    heartbeat: float = Field(2.0, gt=0, description="seconds between two pings of each host")
+    host_timeout: float = Field(15.0, gt=0, description="seconds a host may leave a ping unanswered before it is "
+                                "lost (its episodes in flight are re-run elsewhere)")
+    ship_images: bool = Field(True, description="send the head's image build to hosts whose image differs (false: "
+                              "refuse such a host)")
+
+    @field_validator("ray")
+    @classmethod
+    def _an_address(cls, value: str) -> str:
+        if value == "auto" or re.fullmatch(r"(ray://)?[\w.\-\[\]:]+:\d+", value):
+            return value
+        raise ValueError(f'expected "auto", "HOST:PORT" or "ray://HOST:PORT", not {value!r}')
+
+
 class SweepConfig(BaseModel):
     model_config = _STRICT
 
@@ -171,6 +196,7 @@ class SweepConfig(BaseModel):
     llm_workers: int = Field(1, ge=0, le=64, description="processes that make the LLM calls through litellm, off the "
                                                            "sweep's event loop (0: in the sweep's own process)")
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
+    cluster: ClusterSettings | None = Field(None, description="run the episodes on a Ray cluster's hosts")
 
     @field_validator("strategies")
     @classmethod
@@ -215,7 +241,11 @@ def load_sweep(path: Path, overrides: dict[str, Any] | None = None) -> tuple[Swe
         data = tomllib.loads(raw.decode())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
-    data.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    overrides = dict(overrides or {})
+    if (ray := overrides.pop("ray", None)) is not None:  # --ray: the file's [cluster] with this address
+        cluster = data.get("cluster")
+        data["cluster"] = {**(cluster if isinstance(cluster, dict) else {}), "ray": ray}
+    data.update({k: v for k, v in overrides.items() if v is not None})
     try:
         config = SweepConfig.model_validate(data)
     except ValidationError as exc:

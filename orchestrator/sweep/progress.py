@@ -65,7 +65,8 @@ class SweepProgress:
         """The pools are warm and the episodes start: episodes/s count from here."""
         self.started_at = time.monotonic()
 
-    def attach(self, client: LLMClient, runtime: Runtime) -> None:
+    def attach(self, client: LLMClient, runtime: Runtime | None) -> None:
+        """The LLM client and this machine's runtime (None: the episodes run on a cluster's hosts)."""
         self._client, self._runtime = client, runtime
 
     def started(self, episode: PlannedEpisode) -> None:

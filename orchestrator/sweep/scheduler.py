@@ -17,7 +17,7 @@ import math
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +29,7 @@ from environments.sql_server import sql_server
 from foundation.errors import EngineUnavailable, SandboxError, UserError
 from foundation.pool import ImagePoolConfig
 from foundation.settings import PROJECT_ROOT, cache_dir
+from orchestrator.cluster import require_ray
 from orchestrator.images.ensure import ensure_images
 from orchestrator.store import Store
 from orchestrator.store.store import config_json
@@ -36,7 +37,7 @@ from orchestrator.sweep.config import PoolSettings, SweepConfig
 from orchestrator.sweep.models import SweepModels, check_models
 from orchestrator.sweep.plan import Dispatcher, PlannedEpisode, plan, select_tasks
 from orchestrator.sweep.progress import SweepProgress
-from orchestrator.sweep.runner import EpisodeRunner, LocalSite
+from orchestrator.sweep.runner import EpisodeRunner, LocalSite, Site
 from tasks import Task
 
 log = structlog.get_logger(__name__)
@@ -55,6 +56,8 @@ async def run_sweep(config: SweepConfig, sweep_hash: str, *, progress: SweepProg
                     data_dir: Path | None) -> SweepSummary:
     # Everything the file names is checked before the store is opened: a refused sweep claims
     # no output directory.
+    if config.cluster is not None:
+        require_ray("the sweep's [cluster]")
     task_sets = await asyncio.to_thread(_load_task_sets, config, data_dir)
     await asyncio.to_thread(check_models, config, data_dir)
     episodes = plan(config, task_sets)
@@ -108,33 +111,59 @@ async def _run(config: SweepConfig, todo: list[PlannedEpisode], task_sets: dict[
     images = sorted({e.task.image for e in todo if e.task.image})  # "": a kind that needs no container
     await ensure_images(images, data_dir)
     all_tasks = [t for tasks in task_sets.values() for t in tasks]
-    async with SweepModels.open(config, all_tasks, data_dir) as models, \
-            Runtime.open(data_dir=data_dir, reward_mode=config.reward_mode, images=_pool_configs(config, images),
-                         run_id=run_label(run_id), gold_dir=cache_dir() / "gold",
-                         engine_wait=config.engine_wait) as runtime:
-        progress.attach(models.client, runtime)
-        # The shared database servers start in the background: an episode's reset joins the start,
-        # and its first model call runs meanwhile (see agents.strategies.common.ask).
-        services = [asyncio.ensure_future(sql_server(runtime, image))
-                    for image in sorted({e.task.image for e in todo} & SERVICE_IMAGES)]
-        try:
-            await _warm(runtime, todo, config.concurrency)
-            progress.warmed()
-            with _steady_gc():
-                return await _episodes(config, todo, runtime, models, store, run_id, progress)
-        finally:
-            for service in services:  # done long ago, unless the sweep stopped at once
-                service.cancel()
-            # a failed start was met, and reported, by the episodes that needed the server
-            await asyncio.gather(*services, return_exceptions=True)
+    async with SweepModels.open(config, all_tasks, data_dir) as models:
+        if config.cluster is not None:
+            return await _run_on_cluster(config, todo, images, models, store, run_id, progress, data_dir)
+        async with Runtime.open(data_dir=data_dir, reward_mode=config.reward_mode, images=_pool_configs(config, images),
+                                run_id=run_label(run_id), gold_dir=cache_dir() / "gold",
+                                engine_wait=config.engine_wait) as runtime:
+            progress.attach(models.client, runtime)
+            # The shared database servers start in the background: an episode's reset joins the start,
+            # and its first model call runs meanwhile (see agents.strategies.common.ask).
+            services = [asyncio.ensure_future(sql_server(runtime, image)) for image in _services(todo)]
+            try:
+                await _warm(runtime, todo, config.concurrency)
+                progress.warmed()
+                capacity = lambda image: None if not image or image in SERVICE_IMAGES else runtime.pool.capacity(image)  # noqa: E731
+                with _steady_gc():
+                    return await _episodes(config, todo, LocalSite(runtime), capacity, models, store, run_id, progress)
+            finally:
+                for service in services:  # done long ago, unless the sweep stopped at once
+                    service.cancel()
+                # a failed start was met, and reported, by the episodes that needed the server
+                await asyncio.gather(*services, return_exceptions=True)
 
 
-async def _episodes(config: SweepConfig, todo: list[PlannedEpisode], runtime: Runtime, models: SweepModels,
-                    store: Store, run_id: int, progress: SweepProgress) -> int:
-    runner = EpisodeRunner(LocalSite(runtime), models, max_turns=config.max_turns, timeout=config.episode_timeout,
+async def _run_on_cluster(config: SweepConfig, todo: list[PlannedEpisode], images: list[str], models: SweepModels,
+                          store: Store, run_id: int, progress: SweepProgress, data_dir: Path | None) -> int:
+    """The episodes on the hosts of a Ray cluster; the store, the plan, the LLM calls, their limits
+    and the budget stay here, in one place for the whole cluster (docs/scale-out.md)."""
+    from orchestrator.cluster.agent import AgentSettings
+    from orchestrator.cluster.site import ClusterSite
+
+    assert config.cluster is not None
+    agent = AgentSettings(data_dir=str(data_dir) if data_dir else None, run_id=run_label(run_id),
+                          reward_mode=config.reward_mode, pools=_pool_configs(config, images),
+                          engine_wait=config.engine_wait, gold_dir=str(cache_dir() / "gold"))
+    async with ClusterSite.open(config.cluster, agent=agent, images=images, services=_services(todo),
+                                warm=_wanted(todo, config.concurrency), concurrency=config.concurrency,
+                                wait_for_hosts=config.engine_wait) as site:
+        progress.attach(models.client, None)
+        progress.warmed()
+        with _steady_gc():
+            return await _episodes(config, todo, site, None, models, store, run_id, progress)
+
+
+def _services(todo: list[PlannedEpisode]) -> list[str]:
+    return sorted({e.task.image for e in todo} & SERVICE_IMAGES)
+
+
+async def _episodes(config: SweepConfig, todo: list[PlannedEpisode], site: Site,
+                    capacity: Callable[[str], int | None] | None, models: SweepModels, store: Store, run_id: int,
+                    progress: SweepProgress) -> int:
+    runner = EpisodeRunner(site, models, max_turns=config.max_turns, timeout=config.episode_timeout,
                            retries=config.infra_retries, on_retry=progress.retried)
-    dispatcher = Dispatcher(todo, capacity=lambda image: None if not image or image in SERVICE_IMAGES
-                            else runtime.pool.capacity(image))
+    dispatcher = Dispatcher(todo, capacity=capacity)
     budget = models.client.budget
 
     async def worker() -> None:
@@ -159,15 +188,20 @@ async def _episodes(config: SweepConfig, todo: list[PlannedEpisode], runtime: Ru
 async def _warm(runtime: Runtime, todo: list[PlannedEpisode], concurrency: int) -> None:
     """Start each image's share of the concurrency in containers before the first episode, so
     episodes don't queue behind container start-up."""
-    counts = collections.Counter(e.task.image for e in todo)
-    wanted = {image: min(n, math.ceil(concurrency * n / len(todo))) for image, n in counts.items()
-              if image and image not in SERVICE_IMAGES}
+    wanted = _wanted(todo, concurrency)
     started = time.monotonic()
     try:
         await asyncio.gather(*(runtime.pool.warm(image, n) for image, n in wanted.items()))
     except SandboxError as exc:  # the episodes will meet (and classify) the same trouble
         log.warning("pool_warm_failed", error=str(exc))
     log.info("pools_warm", containers=wanted, seconds=round(time.monotonic() - started, 2))
+
+
+def _wanted(todo: list[PlannedEpisode], concurrency: int) -> dict[str, int]:
+    """Each image's share of the concurrency: the containers to warm before the first episode."""
+    counts = collections.Counter(e.task.image for e in todo)
+    return {image: min(n, math.ceil(concurrency * n / len(todo))) for image, n in counts.items()
+            if image and image not in SERVICE_IMAGES}
 
 
 def run_label(run_id: int) -> str:
