@@ -16,8 +16,9 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Coroutine
+from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import gymnasium
 
@@ -26,6 +27,9 @@ from environments.kind import BUILTIN, kind_spec
 from environments.runtime import Runtime
 from foundation.errors import ConfigError
 from tasks import Task, load_tasks
+
+if TYPE_CHECKING:
+    from environments.base import Environment
 
 T = TypeVar("T")
 TEXT = gymnasium.spaces.Text(max_length=1 << 20, charset=frozenset(chr(c) for c in range(32, 127)) | {"\n", "\t"})
@@ -42,10 +46,20 @@ class IntercodeGymEnv(gymnasium.Env):
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name=f"intercode-{kind}", daemon=True)
         self._thread.start()
-        self._runtime_cm = Runtime.open(data_dir=Path(data_dir) if data_dir else None, reward_mode=reward_mode)  # type: ignore[arg-type]
-        self._runtime = self._call(self._runtime_cm.__aenter__())
-        self._env = make_environment(kind, self._runtime)
+        self._stack = AsyncExitStack()
         self._closed = False
+        try:
+            self._env = self._call(self._open(self._stack, Path(data_dir) if data_dir else None, reward_mode))
+        except BaseException:
+            self.close()  # what was opened before the error is closed, and the loop's thread ends
+            raise
+
+    async def _open(self, stack: AsyncExitStack, data_dir: Path | None, reward_mode: str) -> Environment:
+        """The environment the episodes run in, and what it needs, entered on `stack` (closed by
+        `close`). Here a runtime on this machine's engine; orchestrator/cluster/gym.py opens one
+        on a host of a Ray cluster instead."""
+        runtime = await stack.enter_async_context(Runtime.open(data_dir=data_dir, reward_mode=reward_mode))  # type: ignore[arg-type]
+        return await stack.enter_async_context(make_environment(self.kind, runtime))
 
     def _call(self, coro: Coroutine[Any, Any, T]) -> T:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
@@ -71,9 +85,8 @@ class IntercodeGymEnv(gymnasium.Env):
             return
         self._closed = True
         try:
-            self._call(self._env.close())
+            self._call(self._stack.aclose())  # the environment, then what it needed
         finally:
-            self._call(self._runtime_cm.__aexit__(None, None, None))
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join()
             self._loop.close()
