@@ -119,7 +119,10 @@ class LocalCluster:
         return number
 
     def stop_node(self, number: int) -> None:
-        _terminate(self.nodes[number])
+        """End a node `add_node` started (the last one)."""
+        assert number == len(self.nodes) - 1 and number in self.extra_hosts, "only the last node added"
+        _terminate(self.nodes.pop())
+        del self.extra_hosts[number]
 
     def restart_node(self, number: int) -> None:
         """Node `number` back after `kill_node`: its engine started again, then its Ray node."""

@@ -31,6 +31,27 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+# Every image a cluster test runs, loaded into the cluster's engines once per session.
+CLUSTER_IMAGES = ["intercode/nl2bash-fs1", "intercode/nl2bash-fs2", "intercode/nl2bash-fs3", "intercode/nl2bash-fs4",
+                  "intercode/sql", "intercode/sql-starter", "intercode/python", "intercode/starter"]
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Any:
+    """One local Ray cluster of three nodes, each with its own engine (tests/cluster_fixture.py),
+    for every cluster test of the session; this process joined to it. Tests leave it whole (a
+    node they kill, they start again)."""
+    ray = pytest.importorskip("ray")
+    from tests.cluster_fixture import LocalCluster
+
+    with LocalCluster(CLUSTER_IMAGES) as local:
+        ray.init(address=local.address, logging_level="warning", log_to_driver=False)
+        try:
+            yield local
+        finally:
+            ray.shutdown()
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     path = Path(os.environ.get("INTERCODE_DATA_DIR") or PROJECT.parent / "shared" / "intercode-data")

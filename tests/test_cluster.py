@@ -9,7 +9,6 @@ import asyncio
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,16 +30,6 @@ ray = pytest.importorskip("ray")
 IMAGES = ["intercode/nl2bash-fs1", "intercode/sql-starter"]
 STRATEGY = "try_again"
 MAX_TURNS = 3
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[LocalCluster]:
-    with LocalCluster(IMAGES) as local:
-        ray.init(address=local.address, logging_level="warning", log_to_driver=False)
-        try:
-            yield local
-        finally:
-            ray.shutdown()
 
 
 def the_tasks(data_dir: Path) -> list[Task]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import aiodocker
@@ -26,16 +26,6 @@ ray = pytest.importorskip("ray")
 
 IMAGE = "intercode/python"  # the smallest of the project's images (126 MB)
 HOSTS = ["intercode_host_0", "intercode_host_1", "intercode_host_2"]
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[LocalCluster]:
-    with LocalCluster([IMAGE]) as local:
-        ray.init(address=local.address, logging_level="warning", log_to_driver=False)
-        try:
-            yield local
-        finally:
-            ray.shutdown()
 
 
 @pytest.fixture(scope="module")

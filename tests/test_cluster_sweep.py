@@ -19,7 +19,6 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -37,12 +36,6 @@ BASH = ["intercode/nl2bash-fs1", "intercode/nl2bash-fs2", "intercode/nl2bash-fs3
 IMAGES = [*BASH, "intercode/sql", "intercode/sql-starter"]
 HOSTS = ["intercode_host_0", "intercode_host_1", "intercode_host_2"]
 SWEEP_TIMEOUT = 240.0
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[LocalCluster]:
-    with LocalCluster(IMAGES) as local:
-        yield local
 
 
 def sweep_file(tmp_path: Path, name: str, body: str, **top: object) -> Path:
@@ -170,6 +163,38 @@ def test_a_node_lost_mid_sweep_loses_no_episode_and_its_return_gets_work(cluster
     assert returned and returned[0]["reaped"] > 0, joined  # the lost episodes' containers, left on its engine
     for engine in cluster.engine_hosts:
         assert containers(engine) == [], engine  # the survivors' and the returned node's (its orphans reaped)
+
+
+def test_a_sweep_killed_with_sigkill_then_resumed_stores_every_episode_once_and_leaves_no_container(
+        cluster: LocalCluster, tmp_path: Path, data_dir: Path) -> None:
+    body = ('[[models]]\nname = "openai/sim-slow"\n[models.local]\nlatency = 1.0\n'
+            '[[tasks]]\ndataset = "nl2bash-fs1"\n[[tasks]]\ndataset = "nl2bash-fs4"\n'
+            '[cluster]\nray = "auto"\nhost_concurrency = 4\n')
+    path = sweep_file(tmp_path, "killed", body, strategies=["single"], max_turns=2, concurrency=12)
+    outdir = tmp_path / "killed"
+    process = start_sweep(path, data_dir, "--ray", cluster.address)
+    try:
+        deadline = time.monotonic() + SWEEP_TIMEOUT
+        while len(rows(outdir, "SELECT 1 FROM episodes")) < 15:
+            assert process.poll() is None, process.communicate()[1][-3000:]
+            assert time.monotonic() < deadline, "the sweep stored nothing"
+            time.sleep(0.1)  # between two looks at the store
+    finally:
+        process.kill()  # SIGKILL: nothing of the sweep cleans up
+        process.communicate()
+    query = "SELECT task_set, task_id, epoch, status, reward, host, started_at FROM episodes ORDER BY task_id"
+    before = rows(outdir, query)
+    assert 15 <= len(before) < 87
+    finish(start_sweep(path, data_dir, "--ray", cluster.address))
+    after = rows(outdir, query)
+    assert len(after) == len({row[:3] for row in after}) == 60 + 27  # every planned episode, each once
+    assert set(before) <= set(after)  # what the killed run stored stays as it was
+    assert {row[3] for row in after} <= {"solved", "submitted"}
+    log = (outdir / "sweep.log").read_text().split('"sweep_start"')[-1]  # the resume's part of the log
+    joined = [json.loads(line) for line in log.splitlines() if '"host_joined"' in line]
+    assert sum(event["reaped"] for event in joined) > 0  # the killed run's containers, reaped by the resume
+    for engine in cluster.engine_hosts:
+        assert containers(engine) == [], engine
 
 
 def test_100_llm_episodes_across_hosts_keep_the_global_rate_limit(cluster: LocalCluster, tmp_path: Path,

@@ -9,7 +9,7 @@ import asyncio
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from typing import Any
 
@@ -27,16 +27,6 @@ ray = pytest.importorskip("ray")
 
 IMAGES = ["intercode/starter"]  # starter-bash's image: no benchmark data needed
 HOSTS = ["intercode_host_0", "intercode_host_1", "intercode_host_2"]
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[LocalCluster]:
-    with LocalCluster(IMAGES) as local:
-        ray.init(address=local.address, logging_level="warning", log_to_driver=False)
-        try:
-            yield local
-        finally:
-            ray.shutdown()
 
 
 @pytest.fixture

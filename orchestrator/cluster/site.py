@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import dataclasses
 import math
 import time
 from collections.abc import AsyncIterator
@@ -89,6 +90,7 @@ class ClusterSite:
         self.warm_share = warm_share  # image -> containers to warm per unit of a host's capacity
         self.wait_for_hosts = wait_for_hosts
         self.hosts: dict[str, Host] = {}
+        self.sized: frozenset[str] = frozenset()
         self.docker: aiodocker.Docker | None = None
         self._joining: set[str] = set()
         self._joins = 0
@@ -126,11 +128,14 @@ class ClusterSite:
     @classmethod
     @asynccontextmanager
     async def open(cls, settings: ClusterSettings, *, agent: AgentSettings, images: list[str], services: list[str],
-                   warm: dict[str, int], concurrency: int, wait_for_hosts: float) -> AsyncIterator[ClusterSite]:
+                   warm: dict[str, int], concurrency: int, wait_for_hosts: float,
+                   sized: frozenset[str] = frozenset()) -> AsyncIterator[ClusterSite]:
         """Connect, let every host join (UserError naming the first that cannot), watch them while
-        the sweep runs, and remove every host's containers at the end."""
+        the sweep runs, and remove every host's containers at the end. `sized`: the images whose
+        pool size the sweep file sets; the others' pools grow to each host's capacity."""
         share = {image: n / max(concurrency, 1) for image, n in warm.items()}
         site = cls(settings, agent, images, services, share, wait_for_hosts)
+        site.sized = sized
         started_ray = await connect(settings.ray)
         try:
             async with engine() as docker:  # the head's engine: where the images were built, shipped from
@@ -176,7 +181,6 @@ class ClusterSite:
         started = time.monotonic()
         try:
             async with asyncio.timeout(JOIN_TIMEOUT):
-                await asyncio.gather(*(agent.configure.remote(self.agent_settings) for agent in agents.values()))
                 assert self.docker is not None
                 digests = await sync_images(self.docker, agents, self.images, ship=self.settings.ship_images)
                 hosts = await asyncio.gather(*(self._start(resource, agents[resource], cpus, digests[resource])
@@ -195,7 +199,10 @@ class ClusterSite:
         """One host's runtime started (orphans of gone owners reaped first) and its pools warmed."""
         capacity = self.settings.host_concurrency or max(1, int(PER_CPU * cpus))
         warm = {image: min(capacity, math.ceil(share * capacity)) for image, share in self.warm_share.items()}
+        pools = {image: config if image in self.sized or not config.reset else config.model_copy(update={"max_size": capacity})
+                 for image, config in (self.agent_settings.pools or {}).items()}  # a shared service keeps its one server
         try:
+            await agent.configure.remote(dataclasses.replace(self.agent_settings, pools=pools))
             await agent.start.remote()
             await agent.warm.remote(warm, self.services)
             reaped = (await agent.status.remote())["reaped"]

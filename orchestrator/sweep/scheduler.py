@@ -147,11 +147,20 @@ async def _run_on_cluster(config: SweepConfig, todo: list[PlannedEpisode], image
                           engine_wait=config.engine_wait, gold_dir=str(cache_dir() / "gold"))
     async with ClusterSite.open(config.cluster, agent=agent, images=images, services=_services(todo),
                                 warm=_wanted(todo, config.concurrency), concurrency=config.concurrency,
-                                wait_for_hosts=config.engine_wait) as site:
+                                wait_for_hosts=config.engine_wait, sized=_sized(config, images)) as site:
         progress.attach(models.client, None)
         progress.warmed()
         with _steady_gc():
             return await _episodes(config, todo, site, None, models, store, run_id, progress)
+
+
+def _sized(config: SweepConfig, images: list[str]) -> frozenset[str]:
+    """The images whose most containers at once the sweep file sets."""
+    return frozenset(image for image in images if _pool_settings(config, image).max_size is not None)
+
+
+def _pool_settings(config: SweepConfig, image: str) -> PoolSettings:
+    return config.pools.get(image) or config.pools.get(image.removeprefix("intercode/")) or PoolSettings()
 
 
 def _services(todo: list[PlannedEpisode]) -> list[str]:
@@ -227,7 +236,7 @@ def _pool_configs(config: SweepConfig, images: list[str]) -> dict[str, ImagePool
     configs = {}
     for image in images:
         base = default_pool_config(image)
-        settings = config.pools.get(image) or config.pools.get(image.removeprefix("intercode/")) or PoolSettings()
+        settings = _pool_settings(config, image)
         if settings.max_size is not None and base.reset:  # a service image keeps its one shared server
             base = base.model_copy(update={"max_size": settings.max_size})
         if settings.disk_mb is not None:
