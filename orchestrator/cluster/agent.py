@@ -37,6 +37,9 @@ log = structlog.get_logger(__name__)
 
 RESOURCE_PREFIX = "intercode_host_"
 NAMESPACE = "intercode"
+# An agent takes a sliver of its node's host resource: it is pinned to the node, and the agents of
+# several sweeps, trainers and `cluster status` live there side by side.
+AGENT_SHARE = 0.001
 ENGINE_PING_TIMEOUT = 5.0  # seconds for the node's engine to answer a heartbeat's check
 
 
@@ -211,7 +214,7 @@ def spawn(resource: str, data_dir: Path | None = None, run_id: str | None = None
     job that created it, until its `shutdown()` and `ray.kill` (`cluster down`); otherwise Ray ends it
     with its creator."""
     options = {"name": name or agent_name(resource), "namespace": NAMESPACE, "get_if_exists": True,
-               "resources": {resource: 1}, "max_concurrency": 1000, **({"lifetime": "detached"} if detached else {})}
+               "resources": {resource: AGENT_SHARE}, "max_concurrency": 1000, **({"lifetime": "detached"} if detached else {})}
     return HostAgent.options(**options).remote(resource, str(data_dir) if data_dir else None, run_id)
 
 

@@ -17,6 +17,7 @@ from orchestrator.cluster import require_ray
 
 CONNECT_TIMEOUT = 5.0  # seconds for the cluster's address to accept a connection
 DOWN_TIMEOUT = 60.0  # seconds for an agent to remove its containers
+STATUS_TIMEOUT = 10.0  # seconds for a sweep's agent to say what it holds
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -41,12 +42,33 @@ async def _status(args: argparse.Namespace) -> int:
         if not resources:
             print(f"no hosts on {args.ray}: no node has an intercode_host_N resource")
             return 1
+        sweeps = await asyncio.to_thread(sweep_agents)
         statuses = await asyncio.gather(*(spawn(resource).status.remote() for resource in resources))
-        for status in statuses:
-            print(describe(status))
+        for resource, status in zip(resources, statuses):
+            mine = {name: agent for name, agent in sweeps.items() if name.startswith(f"agent-{resource}-")}
+            answers = await asyncio.gather(*(asyncio.wait_for(agent.status.remote(), STATUS_TIMEOUT)
+                                             for agent in mine.values()), return_exceptions=True)
+            print(describe(status, dict(zip(mine, answers))))
         return 0
     finally:
         ray.shutdown()
+
+
+def sweep_agents() -> dict[str, Any]:
+    """The agents sweeps started (`agent-intercode_host_N-RUN-K`), by name."""
+    import ray
+    from ray.util import list_named_actors
+
+    from orchestrator.cluster.agent import NAMESPACE
+
+    found = {}
+    for entry in list_named_actors(all_namespaces=True):
+        if entry["namespace"] == NAMESPACE and entry["name"].count("-") > 1:
+            try:
+                found[entry["name"]] = ray.get_actor(entry["name"], namespace=NAMESPACE)
+            except ValueError:  # ended meanwhile
+                continue
+    return found
 
 
 async def _down(args: argparse.Namespace) -> int:
@@ -112,10 +134,25 @@ async def reachable(address: str) -> None:
     await writer.wait_closed()
 
 
-def describe(status: dict[str, Any]) -> str:
-    """A host's status as lines: the host and its engine, its images, its pools."""
-    lines = [f"{status['host']}  engine {status['engine']}  in flight {status['in_flight']}"]
+def describe(status: dict[str, Any], sweeps: dict[str, dict[str, Any] | BaseException] | None = None) -> str:
+    """A host's status as lines: the host, its engine and its episodes in flight (of every agent
+    on it), its images, the pools of its shared agent, then each sweep's agent with its own (or
+    why it did not answer)."""
+    sweeps = sweeps or {}
+    answered = {name: other for name, other in sweeps.items() if not isinstance(other, BaseException)}
+    in_flight = status["in_flight"] + sum(other["in_flight"] for other in answered.values())
+    lines = [f"{status['host']}  engine {status['engine']}  in flight {in_flight}"]
     lines += [f"  image {name}  {image_id}" for name, image_id in sorted(status["images"].items())]
-    lines += [f"  pool {image}  " + " ".join(f"{state}={count}" for state, count in counts.items())
-              for image, counts in sorted(status["pools"].items())]
+    lines += _pools(status["pools"], "  ")
+    for name, other in sorted(sweeps.items(), key=lambda item: item[0]):
+        if isinstance(other, BaseException):
+            lines.append(f"  sweep agent {name}  no answer ({type(other).__name__}: its sweep ended or its node is lost)")
+            continue
+        lines.append(f"  sweep agent {name}  in flight {other['in_flight']}")
+        lines += _pools(other["pools"], "    ")
     return "\n".join(lines)
+
+
+def _pools(pools: dict[str, dict[str, int]], indent: str) -> list[str]:
+    return [f"{indent}pool {image}  " + " ".join(f"{state}={count}" for state, count in counts.items())
+            for image, counts in sorted(pools.items())]
