@@ -1,12 +1,10 @@
-"""Host agents on a Ray cluster (issue 17, first slice): one actor per node owns that node's engine,
-warm pool, services and gold cache, and serves the environment seam remotely.
+"""Episodes on the hosts of a Ray cluster: one host agent per node owns its engine, warm pools,
+services and gold cache; a sweep (`[cluster]` or `--ray`) or a trainer steps environments there.
 
-    agents = await discover()                       # one handle per node with an intercode_host_* resource
-    async with RemoteEnvironment(agents[0], "bash") as env:
-        await env.reset(task)                       # a container on that node's engine
+    python -m orchestrator sweep sweep.toml --ray HEAD:6379
 
 Nothing here imports Ray at package import: `ray` is an optional extra (`.[ray]`), imported by the
-modules that need it. See docs/cluster.md.
+modules that need it. See docs/scale-out.md (use) and docs/cluster.md (the parts).
 """
 
 from __future__ import annotations

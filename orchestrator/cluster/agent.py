@@ -27,6 +27,7 @@ from environments.sql_server import sql_server
 from foundation.engine import engine, engine_host
 from foundation.errors import SandboxError
 from foundation.pool.ownership import reap_orphans
+from foundation.settings import cache_dir
 from orchestrator.cluster.images import ImageLoader, image_facts
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ class AgentSettings:
     reward_mode: str = "original"
     pools: dict[str, Any] | None = None  # image -> ImagePoolConfig
     engine_wait: float | None = None
-    gold_dir: str | None = None
+    node_gold_cache: bool = False  # keep gold results in the node's own cache dir (a sweep's agents do)
 
 
 @ray.remote(num_cpus=0)
@@ -99,7 +100,7 @@ class HostAgent:
             settings = self.settings
             opened = Runtime.open(data_dir=Path(settings.data_dir) if settings.data_dir else None,
                                   reward_mode=settings.reward_mode, images=settings.pools, run_id=settings.run_id,
-                                  gold_dir=Path(settings.gold_dir) if settings.gold_dir else None,
+                                  gold_dir=cache_dir() / "gold" if settings.node_gold_cache else None,
                                   engine_wait=settings.engine_wait)  # type: ignore[arg-type]
             self.runtime = await self.stack.enter_async_context(opened)
         return engine_host()

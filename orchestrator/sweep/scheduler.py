@@ -144,7 +144,7 @@ async def _run_on_cluster(config: SweepConfig, todo: list[PlannedEpisode], image
     assert config.cluster is not None
     agent = AgentSettings(data_dir=str(data_dir) if data_dir else None, run_id=run_label(run_id),
                           reward_mode=config.reward_mode, pools=_pool_configs(config, images),
-                          engine_wait=config.engine_wait, gold_dir=str(cache_dir() / "gold"))
+                          engine_wait=config.engine_wait, node_gold_cache=True)
     async with ClusterSite.open(config.cluster, agent=agent, images=images, services=_services(todo),
                                 warm=_wanted(todo, config.concurrency), concurrency=config.concurrency,
                                 wait_for_hosts=config.engine_wait, sized=_sized(config, images)) as site:
