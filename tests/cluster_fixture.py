@@ -16,6 +16,7 @@ engines are closed, their containers removed.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -28,8 +29,10 @@ import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from foundation.engine import DEFAULT_HOST
+from foundation.pool.ownership import RUN
 from tests.second_engine import SecondEngine
 
 RAY = str(Path(sys.executable).with_name("ray"))
@@ -185,6 +188,32 @@ def _terminate(process: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)  # its own session: only the processes of this node
         process.wait()
+
+
+async def killed(agents: dict[str, Any]) -> None:
+    """Kill the agents (host resource -> its shared agent) and wait until their names are free, so
+    that a later spawn makes a new one."""
+    import ray
+
+    from orchestrator.cluster.agent import NAMESPACE, agent_name
+
+    for agent in agents.values():
+        ray.kill(agent)
+    deadline = asyncio.get_running_loop().time() + 30
+    for resource in agents:
+        while True:
+            try:
+                ray.get_actor(agent_name(resource), namespace=NAMESPACE)
+            except ValueError:
+                break
+            assert asyncio.get_running_loop().time() < deadline, f"{resource}'s agent still named after 30 s"
+            await asyncio.sleep(0.05)  # between two checks of the name
+
+
+def containers_of(host: str, run_id: str) -> list[str]:
+    """The containers on engine `host` labelled with run `run_id`."""
+    return subprocess.run(["docker", "-H", host, "ps", "-aq", "--filter", f"label={RUN}={run_id}"],
+                          capture_output=True, text=True, check=True).stdout.split()
 
 
 def _processes_with(variable: str) -> list[int]:

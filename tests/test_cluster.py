@@ -18,10 +18,9 @@ from agents.base import get_strategy
 from agents.models import OracleModel
 from environments import make_environment
 from environments.runtime import Runtime
-from foundation.pool.ownership import RUN
 from tasks import Task
 from tasks.registry import load_tasks
-from tests.cluster_fixture import LocalCluster
+from tests.cluster_fixture import LocalCluster, containers_of, killed
 from tests.second_engine import image_id
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.cluster]
@@ -63,28 +62,6 @@ async def cluster_status(address: str) -> subprocess.CompletedProcess[str]:
     return subprocess.CompletedProcess(["cluster", "status"], process.returncode, out.decode(), err.decode())
 
 
-async def killed(agents: list[Any], resources: list[str]) -> None:
-    """Kill the agents and wait until their names are free (a later spawn makes a new one)."""
-    from orchestrator.cluster.agent import NAMESPACE, agent_name
-
-    for agent in agents:
-        ray.kill(agent)
-    deadline = asyncio.get_running_loop().time() + 30
-    for resource in resources:
-        while True:
-            try:
-                ray.get_actor(agent_name(resource), namespace=NAMESPACE)
-            except ValueError:
-                break
-            assert asyncio.get_running_loop().time() < deadline, f"{resource}'s agent still named after 30 s"
-            await asyncio.sleep(0.05)  # between two checks of the name
-
-
-def containers_of(host: str, run_id: str) -> list[str]:
-    return subprocess.run(["docker", "-H", host, "ps", "-aq", "--filter", f"label={RUN}={run_id}"],
-                          capture_output=True, text=True, check=True).stdout.split()
-
-
 async def test_oracle_across_three_hosts_earns_the_local_rewards(cluster: LocalCluster, data_dir: Path) -> None:
     from orchestrator.cluster.agent import host_resources, spawn
 
@@ -117,7 +94,7 @@ async def test_oracle_across_three_hosts_earns_the_local_rewards(cluster: LocalC
             assert "pool intercode/nl2bash-fs1" in listed.stdout
     finally:
         await asyncio.gather(*(agent.shutdown.remote() for agent in agents))
-        await killed(agents, resources)
+        await killed(dict(zip(resources, agents)))
     for host in cluster.engine_hosts:
         assert containers_of(host, run_id) == []
     for engine in cluster.engines:
@@ -146,7 +123,7 @@ async def test_errors_reach_the_driver_as_ours(cluster: LocalCluster, data_dir: 
             with pytest.raises(HostLost):
                 await env.step("ls /")
     finally:
-        await killed([agent], ["intercode_host_1"])
+        await killed({"intercode_host_1": agent})
         left = containers_of(host, run_id)
         if left:
             subprocess.run(["docker", "-H", host, "rm", "-f", *left], capture_output=True, check=True)

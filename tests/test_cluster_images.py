@@ -18,7 +18,7 @@ import structlog
 
 from foundation.errors import ImageError
 from orchestrator.images.build import HASH_LABEL
-from tests.cluster_fixture import LocalCluster
+from tests.cluster_fixture import LocalCluster, killed
 from tests.second_engine import image_id
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.cluster]
@@ -45,23 +45,6 @@ async def agents(cluster: LocalCluster) -> AsyncIterator[dict[str, Any]]:
 async def head() -> AsyncIterator[aiodocker.Docker]:
     async with aiodocker.Docker() as docker:  # the main engine: node 0's, where the sweep runs
         yield docker
-
-
-async def killed(agents: dict[str, Any]) -> None:
-    """Kill the agents and wait until their names are free (a later spawn makes a new one)."""
-    from orchestrator.cluster.agent import NAMESPACE, agent_name
-
-    for agent in agents.values():
-        ray.kill(agent)
-    deadline = asyncio.get_running_loop().time() + 30
-    for resource in agents:
-        while True:
-            try:
-                ray.get_actor(agent_name(resource), namespace=NAMESPACE)
-            except ValueError:
-                break
-            assert asyncio.get_running_loop().time() < deadline, f"{resource}'s agent still named after 30 s"
-            await asyncio.sleep(0.05)  # between two checks of the name
 
 
 def build_on(host: str, tag: str, labels: dict[str, str], base: str = IMAGE) -> str:

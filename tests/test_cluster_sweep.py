@@ -63,6 +63,15 @@ def finish(process: subprocess.Popen[str]) -> str:
     return err
 
 
+def wait_for(process: subprocess.Popen[str], outdir: Path, sql: str, count: int) -> None:
+    """Until the running sweep's store has `count` rows of `sql`."""
+    deadline = time.monotonic() + SWEEP_TIMEOUT
+    while len(rows(outdir, sql)) < count:
+        assert process.poll() is None, process.communicate()[1][-3000:]
+        assert time.monotonic() < deadline, f"never {count} rows of {sql}"
+        time.sleep(0.1)  # between two looks at the store
+
+
 def rows(outdir: Path, sql: str) -> list[tuple]:
     if not (outdir / "results.db").exists():
         return []
@@ -140,11 +149,7 @@ def test_a_node_lost_mid_sweep_loses_no_episode_and_its_return_gets_work(cluster
     outdir = tmp_path / "lost"
     process = start_sweep(path, data_dir, "--ray", cluster.address)
     try:
-        deadline = time.monotonic() + SWEEP_TIMEOUT
-        while len(rows(outdir, "SELECT 1 FROM episodes WHERE host = 'intercode_host_2'")) < 4:
-            assert process.poll() is None, process.communicate()[1][-3000:]
-            assert time.monotonic() < deadline, "host 2 never ran episodes"
-            time.sleep(0.1)  # between two looks at the store
+        wait_for(process, outdir, "SELECT 1 FROM episodes WHERE host = 'intercode_host_2'", 4)
         cluster.kill_node(2)
         killed_at = time.time()
         cluster.restart_node(2)
@@ -184,21 +189,14 @@ def test_a_sweep_killed_with_sigkill_then_resumed_stores_every_episode_once_and_
     # Slowly at first (it is killed while it runs), then the resume at full speed.
     process = start_sweep(path, data_dir, "--ray", cluster.address, "--concurrency", "6")
     try:
-        deadline = time.monotonic() + SWEEP_TIMEOUT
-        while len(rows(outdir, "SELECT 1 FROM episodes")) < 3:
-            assert process.poll() is None, process.communicate()[1][-3000:]
-            assert time.monotonic() < deadline, "the sweep stored nothing"
-            time.sleep(0.1)  # between two looks at the store
+        wait_for(process, outdir, "SELECT 1 FROM episodes", 3)
         status = subprocess.run([sys.executable, "-m", "orchestrator", "cluster", "status", "--ray", cluster.address],
                                 capture_output=True, text=True, timeout=120)
         assert status.returncode == 0, status.stderr
         busy = [line for line in status.stdout.splitlines() if line.startswith("intercode_host_")]
         assert len(busy) == 3 and all(int(line.rsplit(" ", 1)[1]) > 0 for line in busy), status.stdout
         assert status.stdout.count("  sweep agent agent-intercode_host_") == 3, status.stdout
-        while len(rows(outdir, "SELECT 1 FROM episodes")) < 15:
-            assert process.poll() is None, process.communicate()[1][-3000:]
-            assert time.monotonic() < deadline, "the sweep stored nothing"
-            time.sleep(0.1)  # between two looks at the store
+        wait_for(process, outdir, "SELECT 1 FROM episodes", 15)
     finally:
         process.kill()  # SIGKILL: nothing of the sweep cleans up
         process.communicate()

@@ -19,8 +19,7 @@ import pytest
 from environments.kind import gold_actions
 from foundation.errors import ConfigError
 from tasks import Task, load_tasks
-from tests.cluster_fixture import LocalCluster
-from tests.test_cluster import containers_of, killed
+from tests.cluster_fixture import LocalCluster, containers_of, killed
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.cluster]
 ray = pytest.importorskip("ray")
@@ -39,7 +38,7 @@ async def run_id(cluster: LocalCluster) -> AsyncIterator[str]:
     yield run
     agents = [spawn(resource) for resource in HOSTS]  # the test's own, found by name
     await asyncio.gather(*(agent.shutdown.remote() for agent in agents))
-    await killed(agents, HOSTS)
+    await killed(dict(zip(HOSTS, agents)))
     for host in cluster.engine_hosts:
         assert containers_of(host, run) == []
 

@@ -82,7 +82,7 @@ class Host:
 
 class ClusterSite:
     def __init__(self, settings: ClusterSettings, agent: AgentSettings, images: list[str], services: list[str],
-                 warm_share: dict[str, float], wait_for_hosts: float) -> None:
+                 warm_share: dict[str, float], wait_for_hosts: float, sized: frozenset[str] = frozenset()) -> None:
         self.settings = settings
         self.agent_settings = agent
         self.images = images
@@ -90,7 +90,7 @@ class ClusterSite:
         self.warm_share = warm_share  # image -> containers to warm per unit of a host's capacity
         self.wait_for_hosts = wait_for_hosts
         self.hosts: dict[str, Host] = {}
-        self.sized: frozenset[str] = frozenset()
+        self.sized = sized  # images whose pool size the sweep file sets
         self.docker: aiodocker.Docker | None = None
         self._joining: set[str] = set()
         self._joins = 0
@@ -134,8 +134,7 @@ class ClusterSite:
         the sweep runs, and remove every host's containers at the end. `sized`: the images whose
         pool size the sweep file sets; the others' pools grow to each host's capacity."""
         share = {image: n / max(concurrency, 1) for image, n in warm.items()}
-        site = cls(settings, agent, images, services, share, wait_for_hosts)
-        site.sized = sized
+        site = cls(settings, agent, images, services, share, wait_for_hosts, sized)
         started_ray = await connect(settings.ray)
         try:
             async with engine() as docker:  # the head's engine: where the images were built, shipped from

@@ -53,9 +53,9 @@ class EpisodeRecord:
     error: str | None = None
     attempts: int = 1
     image_digest: str | None = None
-    host: str | None = None  # where its containers ran (the last attempt's)
     turns: list[TurnRecord] = field(default_factory=list)
     calls: list[LLMCall] = field(default_factory=list)
+    host: str | None = None  # where its containers ran (the last attempt's)
 
     @property
     def reward(self) -> float:
