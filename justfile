@@ -50,6 +50,10 @@ bench-llm: (images "sql-starter")
 bench-sweep: (images "nl2bash-fs1" "nl2bash-fs2" "nl2bash-fs3" "nl2bash-fs4" "sql-starter")
     {{python}} -m benchmarks.bench_sweep --data-dir {{data_dir}}
 
+# Cluster benchmark: the oracle sweep locally vs through Ray on 1 and 3 hosts of a local 3-node cluster, the action round trip through Ray, the head's CPU per episode (IC_CLUSTER_SLOT=N beside another local cluster)
+bench-cluster *ARGS: (images "nl2bash-fs1" "nl2bash-fs2" "nl2bash-fs3" "nl2bash-fs4")
+    {{python}} -m benchmarks.bench_cluster --data-dir {{data_dir}} {{ARGS}}
+
 # Viewer benchmark: a store of 100,000 episodes through the store's writer, then the overview and list pages over HTTP (p95; view_p95_ms)
 bench-view *ARGS:
     {{python}} -m benchmarks.bench_view {{ARGS}}

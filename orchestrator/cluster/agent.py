@@ -24,6 +24,7 @@ import structlog
 from environments import make_environment
 from environments.runtime import Runtime
 from environments.sql_server import sql_server
+from foundation import logs
 from foundation.engine import engine, engine_host
 from foundation.errors import SandboxError
 from foundation.pool.ownership import reap_orphans
@@ -50,6 +51,7 @@ class Reply:
     done: bool
     rows: list[Any] | None
     host: str
+    env_id: int
 
 
 def agent_name(resource: str) -> str:
@@ -75,6 +77,7 @@ class HostAgent:
     environment still open and the runtime, so no container is left on the node's engine)."""
 
     def __init__(self, host: str, data_dir: str | None = None, run_id: str | None = None) -> None:
+        logs.configure(0)  # warnings only: what a worker prints, Ray's log monitor ships to the driver
         self.host = host
         self.settings = AgentSettings(data_dir=data_dir, run_id=run_id)
         self.envs: dict[int, Environment] = {}
@@ -143,6 +146,7 @@ class HostAgent:
 
     # ---------------------------------------------------------------- the environment seam
 
+    @ray.method(enable_task_events=False)  # per action: no record for Ray's state API
     async def open_env(self, kind: str) -> int:
         if self.runtime is None:
             await self.start()
@@ -150,18 +154,28 @@ class HostAgent:
         self.envs[env_id] = make_environment(kind, self.runtime)
         return env_id
 
+    @ray.method(enable_task_events=False)  # per action: no record for Ray's state API
     async def reset(self, env_id: int, task: Task, multi_turn: bool = False) -> Reply:
         return self._reply(env_id, await self.envs[env_id].reset(task, multi_turn=multi_turn))
 
+    @ray.method(enable_task_events=False)  # per action: no record for Ray's state API
+    async def open_reset(self, kind: str, task: Task, multi_turn: bool = False) -> Reply:
+        """`open_env` and `reset` in one call (an episode's first)."""
+        return await self.reset(await self.open_env(kind), task, multi_turn)
+
+    @ray.method(enable_task_events=False)  # per action: no record for Ray's state API
     async def step(self, env_id: int, action: str) -> Reply:
         return self._reply(env_id, await self.envs[env_id].step(action))
 
+    @ray.method(enable_task_events=False)  # per action: no record for Ray's state API
     async def score(self, env_id: int) -> Reply:
         return self._reply(env_id, await self.envs[env_id].score())
 
+    @ray.method(enable_task_events=False)  # per action: no record for Ray's state API
     async def harness_step(self, env_id: int, action: str) -> Reply:
         return self._reply(env_id, await self.envs[env_id].harness_step(action))
 
+    @ray.method(enable_task_events=False)  # per action: no record for Ray's state API
     async def close(self, env_id: int) -> None:
         env = self.envs.pop(env_id, None)
         if env is not None:
@@ -204,7 +218,7 @@ class HostAgent:
 
     def _reply(self, env_id: int, value: Any) -> Reply:
         env = self.envs[env_id]
-        return Reply(value, env.done, env.observation_rows(), self.host)
+        return Reply(value, env.done, env.observation_rows(), self.host, env_id)
 
 
 def spawn(resource: str, data_dir: Path | None = None, run_id: str | None = None, *, name: str | None = None,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import ray.exceptions
@@ -35,10 +36,15 @@ class HostLost(SandboxError):
 
 
 class RemoteEnvironment:
-    def __init__(self, agent: Any, kind: str, lost: asyncio.Future[None] | None = None) -> None:
+    def __init__(self, agent: Any, kind: str, lost: asyncio.Future[None] | None = None,
+                 close_later: Callable[[Any], None] | None = None) -> None:
+        """`lost`: completed when the host is known to be lost. `close_later`: takes the reference of
+        the environment's `close` call, which then runs off the episode's path (the sweep waits for
+        them all before its hosts shut down); without it, leaving waits for the close."""
         self.agent = agent
         self.kind = kind
         self.lost = lost
+        self.close_later = close_later
         self.env_id: int | None = None
         self.task: Task | None = None
         self.done = False
@@ -47,11 +53,15 @@ class RemoteEnvironment:
         self._resetting: asyncio.Future[str] | None = None
 
     async def __aenter__(self) -> RemoteEnvironment:
-        try:
-            self.env_id = await self._await(self.agent.open_env.remote(self.kind), "open_env")
-        except ray.exceptions.RayActorError as exc:
-            raise HostLost(f"the host agent is gone before the episode began: {type(exc).__name__}") from exc
-        return self
+        return self  # the environment opens on the host with its first reset (one call for both), or `open`
+
+    async def open(self) -> None:
+        """Open the environment on the host now (it counts as in flight there from here)."""
+        if self.env_id is None:
+            try:
+                self.env_id = await self._await(self.agent.open_env.remote(self.kind), "open_env")
+            except ray.exceptions.RayActorError as exc:
+                raise HostLost(f"the host agent is gone before the episode began: {type(exc).__name__}") from exc
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
@@ -62,6 +72,8 @@ class RemoteEnvironment:
 
     async def reset(self, task: Task, *, multi_turn: bool = False) -> str:
         self.task = task
+        if self.env_id is None:
+            return await self._call("open_reset", task, multi_turn)
         return await self._call("reset", task, multi_turn)
 
     def begin_reset(self, task: Task, *, multi_turn: bool = False) -> asyncio.Future[str]:
@@ -96,37 +108,61 @@ class RemoteEnvironment:
             with contextlib.suppress(Exception, asyncio.CancelledError):
                 await resetting
         env_id, self.env_id = self.env_id, None
-        if env_id is not None and not (self.lost is not None and self.lost.done()):
-            # A lost host has nothing left to give back; a cancelled episode still gives it back.
-            with contextlib.suppress(ray.exceptions.RayActorError, HostLost):
-                await asyncio.shield(self._await(self.agent.close.remote(env_id), "close"))
+        if env_id is None or (self.lost is not None and self.lost.done()):
+            return  # a lost host has nothing left to give back
+        closing = self.agent.close.remote(env_id)
+        if self.close_later is not None:
+            self.close_later(closing)
+            return
+        with contextlib.suppress(ray.exceptions.RayActorError, HostLost):
+            await asyncio.shield(self._await(closing, "close"))  # a cancelled episode still gives it back
 
     async def _call(self, method: str, *args: Any) -> Any:
-        if self.env_id is None:
-            raise RuntimeError("RemoteEnvironment used outside `async with`")
         try:
-            reply: Reply = await self._await(getattr(self.agent, method).remote(self.env_id, *args), method)
+            if method == "open_reset":
+                ref = self.agent.open_reset.remote(self.kind, *args)
+            else:
+                await self.open()  # a step before any reset: the host's environment says what is wrong
+                ref = getattr(self.agent, method).remote(self.env_id, *args)
+            reply: Reply = await self._await(ref, method)
         except ray.exceptions.RayTaskError as exc:
             raise exc.cause from None  # the environment's own error, as a local one would raise it
         except ray.exceptions.RayActorError as exc:
             raise HostLost(f"the host agent of {self.host or 'this environment'} is gone during {method}: "
                            f"{type(exc).__name__}") from exc
-        self.done, self._rows = reply.done, reply.rows
+        self.env_id, self.done, self._rows = reply.env_id, reply.done, reply.rows
         self.hosts.append(reply.host)
         return reply.value
 
     async def _await(self, ref: Any, method: str) -> Any:
-        """The call's value, or HostLost as soon as the host is known to be lost."""
-        if self.lost is None:
+        """The call's value, or HostLost as soon as the host is known to be lost (the call is
+        cancelled here; Ray finishes or drops it there)."""
+        lost = self.lost
+        if lost is None:
             return await ref
-        call = asyncio.ensure_future(ref)
-        await asyncio.wait((call, self.lost), return_when=asyncio.FIRST_COMPLETED)
-        if call.done():
-            return call.result()
-        call.add_done_callback(_forget)  # it ends when Ray declares the node dead, or never
-        raise HostLost(f"the host of this environment stopped answering during {method}")
+        if lost.done():
+            raise HostLost(f"the host of this environment was lost before {method}")
+        call = ref.as_future()
+        cancel = _Canceller(call)
+        lost.add_done_callback(cancel)
+        try:
+            return await call
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if lost.done() and not (task is not None and task.cancelling()):
+                raise HostLost(f"the host of this environment stopped answering during {method}") from None
+            raise
+        finally:
+            lost.remove_done_callback(cancel)
 
 
-def _forget(call: asyncio.Future[Any]) -> None:
-    if not call.cancelled():
-        call.exception()  # retrieved: a lost call's error is no news
+class _Canceller:
+    """Cancels a call when the host's `lost` future completes."""
+
+    __slots__ = ("call",)
+
+    def __init__(self, call: asyncio.Future[Any]) -> None:
+        self.call = call
+
+    def __call__(self, lost: asyncio.Future[None]) -> None:
+        self.call.cancel()

@@ -96,6 +96,7 @@ class ClusterSite:
         self._joins = 0
         self._changed = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._closing: set[asyncio.Future[Any]] = set()  # environments' close calls in flight, awaited at the end
 
     # ---------------------------------------------------------------- the Site seam (orchestrator.sweep.runner)
 
@@ -112,7 +113,7 @@ class ClusterSite:
         host.in_flight += 1
         host.by_image[task.image] += 1
         try:
-            async with RemoteEnvironment(host.agent, task.env, host.lost) as env:
+            async with RemoteEnvironment(host.agent, task.env, host.lost, self._close_later) as env:
                 yield Placed(env, host.resource, host.digests.get(task.image))
             host.ran += 1
         except Exception:
@@ -216,6 +217,10 @@ class ClusterSite:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        closing, self._closing = list(self._closing), set()
+        with contextlib.suppress(TimeoutError):  # a lost host's never end; its agent is gone anyway
+            async with asyncio.timeout(SHUTDOWN_TIMEOUT):
+                await asyncio.gather(*closing, return_exceptions=True)
         serving = [h for h in self.hosts.values() if not h.lost.done()]
         results = await asyncio.gather(*(_shutdown(h.agent) for h in serving), return_exceptions=True)
         for host, result in zip(serving, results):
@@ -246,6 +251,17 @@ class ClusterSite:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(None if deadline is None else max(deadline - time.monotonic(), 0)):
                     await changed.wait()
+
+    def _close_later(self, ref: Any) -> None:
+        """An environment's close call, off its episode's path (its agent's shutdown closes any left)."""
+        closing = ref.as_future()
+        self._closing.add(closing)
+        closing.add_done_callback(self._closed)
+
+    def _closed(self, closing: asyncio.Future[Any]) -> None:
+        self._closing.discard(closing)
+        if not closing.cancelled() and (error := closing.exception()) is not None:
+            log.info("environment_close_failed", error=_reason(error))  # a lost host's; its containers are reaped
 
     def _wake(self) -> None:
         self._changed.set()

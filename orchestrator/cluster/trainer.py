@@ -50,6 +50,7 @@ async def open_environment(kind: str, *, address: str | None = None, host: str |
     elif host not in hosts:
         raise ConfigError(f"unknown host {host!r}: the cluster's hosts are {', '.join(hosts)}")
     async with RemoteEnvironment(shared_agent(host, data_dir, run_id), kind) as env:
+        await env.open()  # in flight there from now: the next trainer's choice sees it
         yield env
 
 
