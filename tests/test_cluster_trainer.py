@@ -188,3 +188,23 @@ def uninitialized() -> list[str]:
     result = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     return result.stdout.splitlines()
+
+
+async def test_cluster_down_stops_the_shared_agents_a_trainer_left(cluster: LocalCluster, run_id: str) -> None:
+    from orchestrator.cluster.agent import NAMESPACE, agent_name
+    from orchestrator.cluster.trainer import open_environment
+
+    task = load_tasks("starter-bash")[0]
+    for host in HOSTS:
+        async with open_environment("bash", host=host, run_id=run_id) as env:
+            await env.reset(task)  # a container leased there, given back to the agent's pool
+    assert all(containers_of(engine, run_id) for engine in cluster.engine_hosts[:3])  # idle in the pools
+    down = subprocess.run([sys.executable, "-m", "orchestrator", "cluster", "down", "--ray", cluster.address],
+                          capture_output=True, text=True, timeout=120)
+    assert down.returncode == 0, down.stderr
+    assert down.stdout.splitlines() == [f"{host}: shared agent stopped" for host in HOSTS] + ["3 shared agents stopped"]
+    for host in HOSTS:
+        with pytest.raises(ValueError):
+            ray.get_actor(agent_name(host), namespace=NAMESPACE)
+    for engine in cluster.engine_hosts[:3]:
+        assert containers_of(engine, run_id) == []

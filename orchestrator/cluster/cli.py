@@ -91,12 +91,26 @@ async def _down(args: argparse.Namespace) -> int:
                 await asyncio.wait_for(agent.shutdown.remote(), DOWN_TIMEOUT)
             finally:
                 await asyncio.to_thread(ray.kill, agent, no_restart=True)
+            await _name_freed(agent_name(resource), NAMESPACE)
             print(f"{resource}: shared agent stopped")
             stopped += 1
         print(f"{stopped} shared agents stopped")
         return 0
     finally:
         ray.shutdown()
+
+
+async def _name_freed(name: str, namespace: str) -> None:
+    """Until the killed actor's name is free (a later spawn then makes a new agent)."""
+    import ray
+
+    async with asyncio.timeout(DOWN_TIMEOUT):
+        while True:
+            try:
+                await asyncio.to_thread(ray.get_actor, name, namespace=namespace)
+            except ValueError:
+                return
+            await asyncio.sleep(0.05)  # between two looks at the name
 
 
 async def connect(address: str | None) -> bool:
