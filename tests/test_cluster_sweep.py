@@ -266,3 +266,16 @@ def test_an_unreachable_cluster_is_one_line_and_keeps_the_results(tmp_path: Path
     assert process.returncode == 2
     assert err.strip().splitlines() == ["error: no Ray cluster at 127.0.0.1:1: Connect call failed ('127.0.0.1', 1)"]
     assert rows(tmp_path / "kept", query) == before
+
+
+def test_a_cluster_sweep_without_ray_installed_is_one_line(tmp_path: Path, data_dir: Path) -> None:
+    body = '[[models]]\nname = "oracle"\n[[tasks]]\ndataset = "starter-bash"\n[cluster]\nray = "auto"\n'
+    path = sweep_file(tmp_path, "noray", body, strategies=["single"])
+    script = ("import sys\nsys.modules['ray'] = None  # as if Ray were not installed: its import fails\n"
+              "from orchestrator.cli import main\n"
+              f"sys.exit(main(['sweep', {str(path)!r}, '--quiet', '--no-report']))\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "error: the sweep's [cluster] needs Ray, an optional extra: pip install -e '.[ray]'"]
+    assert not (tmp_path / "noray" / "results.db").exists()  # refused before any store was opened
