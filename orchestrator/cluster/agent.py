@@ -183,6 +183,10 @@ class HostAgent:
 
     # ---------------------------------------------------------------- what it holds
 
+    async def in_flight(self) -> int:
+        """The environments open here (cheap: a trainer asks every host before each open)."""
+        return len(self.envs)
+
     async def status(self) -> dict[str, Any]:
         """The node's images (name -> id), its pools (image -> counts) and its environments in flight."""
         if self.runtime is None:

@@ -82,8 +82,8 @@ async def fewest_in_flight(agents: dict[str, Any]) -> str:
     from orchestrator.cluster.remote import HostLost
 
     try:
-        statuses = await asyncio.gather(*(agent.status.remote() for agent in agents.values()))
+        counts = await asyncio.gather(*(agent.in_flight.remote() for agent in agents.values()))
     except ray.exceptions.RayActorError as exc:
         raise HostLost(f"a host agent is gone while choosing a host: {type(exc).__name__}") from exc
-    fewest = min(status["in_flight"] for status in statuses)
-    return random.choice([host for host, status in zip(agents, statuses) if status["in_flight"] == fewest])
+    fewest = min(counts)
+    return random.choice([host for host, count in zip(agents, counts) if count == fewest])
