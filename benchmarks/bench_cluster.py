@@ -14,7 +14,8 @@ error or Ctrl-C. Set IC_CLUSTER_SLOT (1-9) when another local cluster may run on
    but for the golds that depend on when they run (environments.bash.volatile).
 2. **The action round trip** (`true`) on one environment of nl2bash-fs1 task 0, locally (in this
    benchmark's child process) and through Ray (a host agent on intercode_host_0 reached with
-   RemoteEnvironment), in alternating blocks: p50 and p99.
+   RemoteEnvironment over the agent's channel, as a sweep reaches it; and, for comparison, with
+   each step an actor call), in alternating blocks: p50 and p99.
 3. **The head's CPU per episode**: each sweep process's user+system CPU (with its children) over
    its episodes, and the same over the episode phase alone (sampled); beside it the CPU the
    cluster's processes (raylets, control service, log monitors, the host agents) spent meanwhile,
@@ -315,6 +316,7 @@ async def actions_child(args: argparse.Namespace) -> None:
     from environments.runtime import Runtime
     from foundation.logs import configure
     from orchestrator.cluster.agent import AgentSettings, spawn
+    from orchestrator.cluster.channel import Channel
     from orchestrator.cluster.cli import connect
     from orchestrator.cluster.remote import RemoteEnvironment
     from tasks import load_tasks
@@ -330,10 +332,18 @@ async def actions_child(args: argparse.Namespace) -> None:
     try:
         await agent.configure.remote(AgentSettings(data_dir=str(data_dir), run_id=args.label))
         await agent.start.remote()
-        async with (Runtime.open(data_dir=data_dir, run_id=args.label) as runtime,
-                    make_environment("bash", runtime) as here, RemoteEnvironment(agent, "bash") as there):
-            await asyncio.gather(here.reset(task), there.reset(task))
-            timings = await alternate({"local": here, "ray": there}, args.steps, args.block)
+        channel = await Channel.connect(ACTION_HOST, await agent.channel.remote(), lambda reason: None)
+        try:
+            async with (Runtime.open(data_dir=data_dir, run_id=args.label) as runtime,
+                        make_environment("bash", runtime) as here,
+                        RemoteEnvironment(agent, "bash", channel=channel) as there,
+                        RemoteEnvironment(agent, "bash") as by_actor_calls):
+                await asyncio.gather(here.reset(task), there.reset(task), by_actor_calls.reset(task))
+                # "ray": as a sweep reaches a host (the agent's channel); "actor": each step an actor call
+                timings = await alternate({"local": here, "ray": there, "actor": by_actor_calls}, args.steps,
+                                          args.block)
+        finally:
+            await channel.close()
     finally:
         with contextlib.suppress(ray.exceptions.RayError):
             await agent.shutdown.remote()
@@ -428,6 +438,8 @@ def summary(results: dict[str, list[dict]], actions: dict[str, float], rounds: i
             f"local_action_p50_ms: {actions['local_action_p50_ms']:.3f}",
             f"local_action_p99_ms: {actions['local_action_p99_ms']:.3f}",
             f"ray_action_p99_ms: {actions['ray_action_p99_ms']:.3f}",
+            f"actor_call_action_p50_ms: {actions['actor_action_p50_ms']:.3f} (each step a Ray actor call, "
+            "not the agent's channel)",
             f"ray_action_target: p50 <= 3 ms: {'met' if p50 <= 3 else 'NOT met'}",
             f"local_head_cpu_ms_per_episode: {med['local']['head_cpu_ms']:.2f}",
             f"ray1_head_cpu_ms_per_episode: {med['ray1']['head_cpu_ms']:.2f}",

@@ -127,8 +127,21 @@ def test_the_oracle_across_three_hosts_earns_a_local_runs_rewards(cluster: Local
     unstable |= {t.id for image in BASH for t in load_tasks(image.removeprefix("intercode/"), data_dir)
                  if volatile(t.gold_text)}
     assert len(unstable) < 40, unstable
-    assert ([row for row in rows(tmp_path / "remote", query) if row[1] not in unstable] ==
-            [row for row in expected if row[1] not in unstable])
+    local = {row[1]: row for row in expected if row[1] not in unstable}
+    remote = {row[1]: row for row in rows(tmp_path / "remote", query) if row[1] not in unstable}
+    assert remote.keys() == local.keys()
+    differ = sorted(task for task in local if remote[task] != local[task])
+    if differ:  # a gold that walks /proc can still differ once: those tasks run again on the cluster
+        assert len(differ) <= 2, differ
+        by_set: dict[str, list[str]] = {}
+        for task in differ:
+            by_set.setdefault(task.split("/")[0], []).append(task.split("/")[1])
+        sets = "".join(f'[[tasks]]\ndataset = "{name}"\nindices = [{", ".join(indices)}]\n'
+                       for name, indices in by_set.items())
+        again_remote = sweep_file(tmp_path, "again-remote", '[[models]]\nname = "oracle"\n' + sets +
+                                  '[cluster]\nray = "auto"\n', strategies=["try_again"], max_turns=3)
+        finish(start_sweep(again_remote, data_dir, "--ray", cluster.address))
+        assert [local[row[1]] for row in rows(tmp_path / "again-remote", query)] == rows(tmp_path / "again-remote", query)
     hosts = dict(rows(tmp_path / "remote", "SELECT host, COUNT(*) FROM episodes GROUP BY host"))
     assert sorted(hosts) == HOSTS and min(hosts.values()) >= 20, hosts
     for host, image, digest in rows(tmp_path / "remote", "SELECT DISTINCT host, image, image_digest FROM episodes"):

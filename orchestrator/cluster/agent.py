@@ -29,6 +29,7 @@ from foundation.engine import engine, engine_host
 from foundation.errors import SandboxError
 from foundation.pool.ownership import reap_orphans
 from foundation.settings import cache_dir
+from orchestrator.cluster.channel import ChannelAddress, ChannelServer
 from orchestrator.cluster.images import ImageLoader, image_facts
 
 if TYPE_CHECKING:
@@ -42,7 +43,8 @@ NAMESPACE = "intercode"
 # An agent takes a sliver of its node's host resource: it is pinned to the node, and the agents of
 # several sweeps, trainers and `cluster status` live there side by side.
 AGENT_SHARE = 0.001
-ENGINE_PING_TIMEOUT = 5.0  # seconds for the node's engine to answer a heartbeat's check
+ENGINE_PING_TIMEOUT = 5.0
+CHANNEL_METHODS = frozenset({"open_env", "open_reset", "reset", "step", "score", "harness_step", "close"})  # seconds for the node's engine to answer a heartbeat's check
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +90,8 @@ class HostAgent:
         self.docker: aiodocker.Docker | None = None
         self.reaped = 0
         self.services: dict[str, asyncio.Future[Any]] = {}
+        self.server: ChannelServer | None = None
+        self.address: ChannelAddress | None = None
 
     async def configure(self, settings: AgentSettings) -> None:
         """The sweep's settings for the runtime this agent opens next (before `start`)."""
@@ -107,6 +111,19 @@ class HostAgent:
                                   engine_wait=settings.engine_wait)  # type: ignore[arg-type]
             self.runtime = await self.stack.enter_async_context(opened)
         return engine_host()
+
+    async def channel(self) -> ChannelAddress:
+        """Where the sweep reaches this agent directly for its episodes' calls (started on first ask)."""
+        if self.server is None:
+            self.server = ChannelServer(self._dispatch)
+            self.address = await self.server.start(ray.util.get_node_ip_address())
+        assert self.address is not None
+        return self.address
+
+    async def _dispatch(self, method: str, args: tuple[Any, ...]) -> Any:
+        if method not in CHANNEL_METHODS:
+            raise SandboxError(f"{method} is not a call the channel carries")
+        return await getattr(self, method)(*args)
 
     async def ping(self) -> bool:
         """The heartbeat: answers while the agent runs; True while its engine answers too."""
@@ -134,6 +151,7 @@ class HostAgent:
             log.warning("pool_warm_failed", host=self.host, error=str(exc))
 
     async def shutdown(self) -> None:
+        """Every environment closed and the runtime with them (its containers removed), then the channel."""
         for env_id in list(self.envs):
             await self.close(env_id)
         services, self.services = list(self.services.values()), {}
@@ -143,6 +161,9 @@ class HostAgent:
         self.runtime = None
         self.docker = None
         await self.stack.aclose()
+        if self.server is not None:
+            await self.server.close()
+            self.server = None
 
     # ---------------------------------------------------------------- the environment seam
 

@@ -5,8 +5,10 @@ environment on another node. A strategy runs unchanged against it.
         outcome = await strategy.run(env, task, model, max_turns=5)
     env.hosts                # the host of every step, in order
 
-Each call awaits the actor's method (`await actor.method.remote(...)`); the reply carries the state
-the strategies read without awaiting (`done`, `observation_rows()`), kept here until the next one.
+Each call goes to the agent over its `channel` when one is given (orchestrator/cluster/channel.py:
+a websocket, about 0.03 ms a call), else as an actor call (`actor.method.remote(...)`, about 1 ms);
+the reply carries the state the strategies read without awaiting (`done`, `observation_rows()`),
+kept here until the next one.
 
 Ray's errors end here: an error raised by the environment on the host is raised again as itself
 (an EpisodeError stays one), and an agent that is gone (its worker or node died) is `HostLost`.
@@ -24,24 +26,23 @@ from typing import TYPE_CHECKING, Any
 import ray.exceptions
 
 from environments.base import StepResult
-from foundation.errors import SandboxError
+from orchestrator.cluster.channel import Channel, HostLost
 
 if TYPE_CHECKING:
     from orchestrator.cluster.agent import Reply
     from tasks import Task
 
 
-class HostLost(SandboxError):
-    """The host agent serving an environment is gone: its containers went with it (an infra failure)."""
-
-
 class RemoteEnvironment:
     def __init__(self, agent: Any, kind: str, lost: asyncio.Future[None] | None = None,
-                 close_later: Callable[[Any], None] | None = None) -> None:
-        """`lost`: completed when the host is known to be lost. `close_later`: takes the reference of
+                 close_later: Callable[[asyncio.Future[Any]], None] | None = None,
+                 channel: Channel | None = None) -> None:
+        """`lost`: completed when the host is known to be lost. `close_later`: takes the answer of
         the environment's `close` call, which then runs off the episode's path (the sweep waits for
-        them all before its hosts shut down); without it, leaving waits for the close."""
+        them all before its hosts shut down); without it, leaving waits for the close. `channel`:
+        the agent's direct channel, for every call (else Ray's actor calls)."""
         self.agent = agent
+        self.channel = channel
         self.kind = kind
         self.lost = lost
         self.close_later = close_later
@@ -59,7 +60,7 @@ class RemoteEnvironment:
         """Open the environment on the host now (it counts as in flight there from here)."""
         if self.env_id is None:
             try:
-                self.env_id = await self._await(self.agent.open_env.remote(self.kind), "open_env")
+                self.env_id = await self._send("open_env", self.kind)
             except ray.exceptions.RayActorError as exc:
                 raise HostLost(f"the host agent is gone before the episode began: {type(exc).__name__}") from exc
 
@@ -110,21 +111,20 @@ class RemoteEnvironment:
         env_id, self.env_id = self.env_id, None
         if env_id is None or (self.lost is not None and self.lost.done()):
             return  # a lost host has nothing left to give back
-        closing = self.agent.close.remote(env_id)
-        if self.close_later is not None:
-            self.close_later(closing)
-            return
         with contextlib.suppress(ray.exceptions.RayActorError, HostLost):
-            await asyncio.shield(self._await(closing, "close"))  # a cancelled episode still gives it back
+            closing = await self._submit("close", env_id)
+            if self.close_later is not None:
+                self.close_later(closing)
+                return
+            await asyncio.shield(self._answer(closing, "close"))  # a cancelled episode still gives it back
 
     async def _call(self, method: str, *args: Any) -> Any:
         try:
             if method == "open_reset":
-                ref = self.agent.open_reset.remote(self.kind, *args)
+                reply: Reply = await self._send(method, self.kind, *args)
             else:
                 await self.open()  # a step before any reset: the host's environment says what is wrong
-                ref = getattr(self.agent, method).remote(self.env_id, *args)
-            reply: Reply = await self._await(ref, method)
+                reply = await self._send(method, self.env_id, *args)
         except ray.exceptions.RayTaskError as exc:
             raise exc.cause from None  # the environment's own error, as a local one would raise it
         except ray.exceptions.RayActorError as exc:
@@ -134,19 +134,28 @@ class RemoteEnvironment:
         self.hosts.append(reply.host)
         return reply.value
 
-    async def _await(self, ref: Any, method: str) -> Any:
+    async def _send(self, method: str, *args: Any) -> Any:
+        return await self._answer(await self._submit(method, *args), method)
+
+    async def _submit(self, method: str, *args: Any) -> asyncio.Future[Any]:
+        """The call sent; its answer to come."""
+        if self.channel is not None:
+            return await self.channel.submit(method, *args)
+        return getattr(self.agent, method).remote(*args).as_future()
+
+    async def _answer(self, answer: asyncio.Future[Any], method: str) -> Any:
         """The call's value, or HostLost as soon as the host is known to be lost (the call is
-        cancelled here; Ray finishes or drops it there)."""
+        given up here; the host finishes or drops it)."""
         lost = self.lost
         if lost is None:
-            return await ref
+            return await answer
         if lost.done():
+            answer.cancel()
             raise HostLost(f"the host of this environment was lost before {method}")
-        call = ref.as_future()
-        cancel = _Canceller(call)
+        cancel = _Canceller(answer)
         lost.add_done_callback(cancel)
         try:
-            return await call
+            return await answer
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if lost.done() and not (task is not None and task.cancelling()):

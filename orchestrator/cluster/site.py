@@ -42,6 +42,7 @@ import structlog
 from foundation.engine import engine
 from foundation.errors import UserError
 from orchestrator.cluster.agent import AgentSettings, node_cpus, spawn
+from orchestrator.cluster.channel import Channel, HostLost
 from orchestrator.cluster.cli import connect
 from orchestrator.cluster.images import sync_images
 from orchestrator.cluster.remote import RemoteEnvironment
@@ -74,6 +75,7 @@ class Host:
     engine_ok: bool = True
     ran: int = 0
     check: asyncio.Event = field(default_factory=asyncio.Event)  # set: ping it now, not at the next beat
+    channel: Channel | None = None  # the agent's direct channel for the episodes' calls
 
     @property
     def serving(self) -> bool:
@@ -113,7 +115,7 @@ class ClusterSite:
         host.in_flight += 1
         host.by_image[task.image] += 1
         try:
-            async with RemoteEnvironment(host.agent, task.env, host.lost, self._close_later) as env:
+            async with RemoteEnvironment(host.agent, task.env, host.lost, self._close_later, host.channel) as env:
                 yield Placed(env, host.resource, host.digests.get(task.image))
             host.ran += 1
         except Exception:
@@ -206,12 +208,22 @@ class ClusterSite:
             await agent.start.remote()
             await agent.warm.remote(warm, self.services)
             reaped = (await agent.status.remote())["reaped"]
+            address = await agent.channel.remote()
         except ray.exceptions.RayTaskError as exc:
             raise HostFailed(f"host {resource} cannot run episodes: {_reason(exc)}") from None
         except ray.exceptions.RayActorError as exc:
             raise HostFailed(f"host {resource} was lost while joining: {type(exc).__name__}") from None
         lost = asyncio.get_running_loop().create_future()
-        return Host(resource, agent, capacity, lost, digests=digests, warm=collections.Counter(warm)), reaped
+        host = Host(resource, agent, capacity, lost, digests=digests, warm=collections.Counter(warm))
+        try:
+            host.channel = await Channel.connect(resource, address, lambda reason: self._channel_closed(host, reason))
+        except HostLost as exc:
+            raise HostFailed(f"host {resource} cannot run episodes: {exc}") from None
+        return host, reaped
+
+    def _channel_closed(self, host: Host, reason: str) -> None:
+        if not host.lost.done():
+            self._spawn(self._lose(host, reason))
 
     async def _close(self) -> None:
         for task in list(self._tasks):
@@ -221,6 +233,9 @@ class ClusterSite:
         with contextlib.suppress(TimeoutError):  # a lost host's never end; its agent is gone anyway
             async with asyncio.timeout(SHUTDOWN_TIMEOUT):
                 await asyncio.gather(*closing, return_exceptions=True)
+        # The channels first (the episodes are over), then each agent removes its containers.
+        await asyncio.gather(*(h.channel.close() for h in self.hosts.values() if h.channel is not None),
+                             return_exceptions=True)
         serving = [h for h in self.hosts.values() if not h.lost.done()]
         results = await asyncio.gather(*(_shutdown(h.agent) for h in serving), return_exceptions=True)
         for host, result in zip(serving, results):
@@ -252,9 +267,8 @@ class ClusterSite:
                 async with asyncio.timeout(None if deadline is None else max(deadline - time.monotonic(), 0)):
                     await changed.wait()
 
-    def _close_later(self, ref: Any) -> None:
+    def _close_later(self, closing: asyncio.Future[Any]) -> None:
         """An environment's close call, off its episode's path (its agent's shutdown closes any left)."""
-        closing = ref.as_future()
         self._closing.add(closing)
         closing.add_done_callback(self._closed)
 
@@ -287,9 +301,13 @@ class ClusterSite:
             host.check.clear()
 
     async def _lose(self, host: Host, reason: str) -> None:
+        if host.lost.done():
+            return
         log.warning("host_lost", host=host.resource, reason=reason, in_flight=host.in_flight)
         host.lost.set_result(None)
         self._wake()
+        if host.channel is not None:
+            await host.channel.close()
         await _kill(host.agent)
 
     async def _discover(self) -> None:
