@@ -2,7 +2,7 @@
 of it) opens an environment on a host agent and steps it, with the host's lease and reset rules.
 
     ray.init(address="HEAD:PORT")                   # or pass address= below
-    async with open_environment("bash") as env:     # on the host with the fewest in flight
+    async with open_environment("bash") as env:     # on the host with the fewest in flight, over its own channel
         query = await env.reset(task)
         result = await env.step("ls /")
         reward, info = await env.score()
@@ -29,6 +29,7 @@ from foundation.errors import ConfigError, UserError
 from orchestrator.cluster.cli import connect
 
 if TYPE_CHECKING:
+    from orchestrator.cluster.channel import Channel
     from orchestrator.cluster.remote import RemoteEnvironment
 
 
@@ -49,9 +50,29 @@ async def open_environment(kind: str, *, address: str | None = None, host: str |
         host = await fewest_in_flight({name: shared_agent(name, data_dir, run_id) for name in hosts})
     elif host not in hosts:
         raise ConfigError(f"unknown host {host!r}: the cluster's hosts are {', '.join(hosts)}")
-    async with RemoteEnvironment(shared_agent(host, data_dir, run_id), kind) as env:
-        await env.open()  # in flight there from now: the next trainer's choice sees it
-        yield env
+    agent = shared_agent(host, data_dir, run_id)
+    channel = await open_channel(host, agent)
+    try:
+        async with RemoteEnvironment(agent, kind, channel=channel) as env:
+            await env.open()  # in flight there from now: the next trainer's choice sees it
+            yield env
+    finally:
+        await channel.close()
+
+
+async def open_channel(host: str, agent: Any) -> Channel:
+    """The environment's own channel to its host's agent (a websocket: a step costs about 0.05 ms
+    on it, against about 1 ms as an actor call)."""
+    import ray.exceptions
+
+    from orchestrator.cluster.channel import Channel
+    from orchestrator.cluster.remote import HostLost
+
+    try:
+        address = await agent.channel.remote()
+    except ray.exceptions.RayActorError as exc:
+        raise HostLost(f"the host agent of {host} is gone: {type(exc).__name__}") from exc
+    return await Channel.connect(host, address, lambda reason: None)  # its calls fail with HostLost
 
 
 def shared_agent(resource: str, data_dir: str | Path | None, run_id: str | None) -> Any:
