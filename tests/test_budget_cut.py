@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from agents.llm import Budget
 from orchestrator.cli import main
 from orchestrator.nightly.compare import CompareSettings, compare
 from orchestrator.nightly.nightly import cell_metrics
@@ -127,13 +126,22 @@ def stored(outdir: Path) -> dict[Key, tuple]:
     return by_key
 
 
+def run_spend(outdir: Path) -> list[tuple[float, int]]:
+    """Each run's (dollars, tokens) spent on model calls, in order."""
+    db = sqlite3.connect(outdir / "results.db")
+    try:
+        return db.execute("SELECT spent_usd, spent_tokens FROM runs ORDER BY id").fetchall()
+    finally:
+        db.close()
+
+
 def sweep(path: Path) -> int:
     return main(["sweep", str(path), "--quiet", "--no-report"])
 
 
 @pytest.mark.docker
 @pytest.mark.slow
-def test_a_resume_with_a_larger_budget_reruns_the_cut_episodes(tmp_path, monkeypatch, capsys):
+def test_a_resume_with_a_larger_budget_reruns_the_cut_episodes(tmp_path, capsys):
     free = tmp_path / "free"
     assert sweep(sweep_file(tmp_path, free, None)) == 0
     expected = {key: row[2:] for key, row in stored(free).items()}  # (status, success, reward, turns)
@@ -147,10 +155,13 @@ def test_a_resume_with_a_larger_budget_reruns_the_cut_episodes(tmp_path, monkeyp
     assert any(first[k][5] >= 1 and 0 < first[k][4] < 1 for k in cut_keys), "cut mid-episode, partial reward"
     assert sum(s.cut for s in summarize_all(load_results(out).episodes)) == len(cut_keys)
 
-    with monkeypatch.context() as patch:  # the budget is still spent: nothing starts, nothing is wiped
-        patch.setattr(Budget, "exhausted", property(lambda self: True))
-        assert sweep(sweep_file(tmp_path, out, 1)) == 1
+    # The same budget again: the first run spent it (a budget holds across resumes), so nothing
+    # starts and nothing is wiped.
+    spent_first = run_spend(out)
+    assert len(spent_first) == 1 and spent_first[0][1] >= 1
+    assert sweep(sweep_file(tmp_path, out, 1)) == 1
     assert stored(out) == first
+    assert run_spend(out) == spent_first + [(0.0, 0)]
 
     capsys.readouterr()
     assert sweep(sweep_file(tmp_path, out, 100_000)) == 0
@@ -159,3 +170,5 @@ def test_a_resume_with_a_larger_budget_reruns_the_cut_episodes(tmp_path, monkeyp
     assert all(final[k][1] == 3 for k in cut_keys), "the cut ones were run again, by the last run"
     assert all(final[k][:2] == first[k][:2] for k in first.keys() - cut_keys), "the complete ones were kept"
     assert f"10/10 episodes stored ({10 - len(first) + len(cut_keys)} this run" in capsys.readouterr().err
+    spends = run_spend(out)  # every run's own spend; the last one's within what the raised budget left
+    assert [tokens > 0 for _, tokens in spends] == [True, False, True]

@@ -22,7 +22,9 @@ CREATE TABLE IF NOT EXISTS runs (
     host        TEXT NOT NULL,
     started_at  REAL NOT NULL,
     finished_at REAL,
-    status      TEXT NOT NULL             -- running | finished | interrupted | failed
+    status      TEXT NOT NULL,            -- running | finished | interrupted | failed
+    spent_usd    REAL NOT NULL DEFAULT 0, -- what its model calls cost (priced ones), as of its last stored episode
+    spent_tokens INTEGER NOT NULL DEFAULT 0
 );
 
 -- One row per finished episode; committed when the episode ends. An episode's identity is

@@ -27,7 +27,10 @@ from orchestrator.store.records import EpisodeKey, EpisodeRecord
 DB_NAME = "results.db"
 SCHEMA = Path(__file__).with_name("schema.sql")
 SCHEMA_VERSION = "1"
-NEW_EPISODE_COLUMNS = [("host", "TEXT")]  # added to stores made before them (same schema version: old readers ignore them)
+# Columns added since stores were first made: added to older stores when opened (the same schema
+# version: readers of the older columns ignore them).
+NEW_COLUMNS = {"episodes": [("host", "TEXT")],
+               "runs": [("spent_usd", "REAL NOT NULL DEFAULT 0"), ("spent_tokens", "INTEGER NOT NULL DEFAULT 0")]}
 T = TypeVar("T")
 
 
@@ -81,8 +84,15 @@ class Store:
         first loses nothing."""
         return await self._call(self._finished_keys)
 
-    async def add_episode(self, run_id: int, sweep: str, record: EpisodeRecord) -> None:
-        await self._call(self._add_episode, run_id, sweep, record)
+    async def add_episode(self, run_id: int, sweep: str, record: EpisodeRecord,
+                          spent: tuple[float, int] | None = None) -> None:
+        """Commit the episode; with `spent`, the run's model spend so far (dollars, tokens) with it."""
+        await self._call(self._add_episode, run_id, sweep, record, spent)
+
+    async def spent_before(self, run_id: int) -> tuple[float, int]:
+        """What the runs before `run_id` spent on model calls: a budget holds for the whole sweep,
+        across its resumes."""
+        return await self._call(self._spent_before, run_id)
 
     # ------------------------------------------------------------------ on the store's thread
 
@@ -149,10 +159,18 @@ class Store:
                                 "WHERE status NOT IN ('infra_error', 'budget_exhausted')")
         return {EpisodeKey(*row[:5]): bool(row[5]) for row in rows}
 
-    def _add_episode(self, run_id: int, sweep: str, r: EpisodeRecord) -> None:
+    def _spent_before(self, run_id: int) -> tuple[float, int]:
+        assert self._db is not None
+        usd, tokens = self._db.execute("SELECT COALESCE(SUM(spent_usd), 0), COALESCE(SUM(spent_tokens), 0) FROM runs "
+                                       "WHERE id != ?", (run_id,)).fetchone()
+        return float(usd), int(tokens)
+
+    def _add_episode(self, run_id: int, sweep: str, r: EpisodeRecord, spent: tuple[float, int] | None) -> None:
         assert self._db is not None
         db = self._db
         with self._transaction():
+            if spent is not None:
+                db.execute("UPDATE runs SET spent_usd=?, spent_tokens=? WHERE id=?", (*spent, run_id))
             db.execute("DELETE FROM episodes WHERE sweep=? AND model=? AND strategy=? AND task_set=? AND task_id=? "
                        "AND epoch=?", (sweep, *r.key))  # a stored infra failure or cut episode, run again
             cursor = db.execute(
@@ -176,10 +194,11 @@ class Store:
 
 def _add_new_columns(db: sqlite3.Connection) -> None:
     """Columns added since a store was made: a store written before them gets them (empty)."""
-    have = {row[1] for row in db.execute("PRAGMA table_info(episodes)")}
-    for column, kind in NEW_EPISODE_COLUMNS:
-        if column not in have:
-            db.execute(f"ALTER TABLE episodes ADD COLUMN {column} {kind}")
+    for table, columns in NEW_COLUMNS.items():
+        have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        for column, kind in columns:
+            if column not in have:
+                db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
 
 class _Transaction:

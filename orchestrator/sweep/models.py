@@ -87,18 +87,22 @@ class RecordingModel:
 
 
 class SweepModels:
-    def __init__(self, config: SweepConfig, client: LLMClient, offline: dict[str, Model]) -> None:
+    def __init__(self, config: SweepConfig, client: LLMClient, offline: dict[str, Model],
+                 spent_before: tuple[float, int] = (0.0, 0)) -> None:
         self.config = config
+        self.spent_before = spent_before
         self.client = client
         self._offline = offline
         self._configs = {m.name: m for m in config.models}
 
     @classmethod
     @asynccontextmanager
-    async def open(cls, config: SweepConfig, tasks: list[Task], data_dir: Path | None) -> AsyncIterator[SweepModels]:
+    async def open(cls, config: SweepConfig, tasks: list[Task], data_dir: Path | None,
+                   spent: tuple[float, int] = (0.0, 0)) -> AsyncIterator[SweepModels]:
         """Check every model (unknown names, missing keys), start the offline servers, and start the
         processes that make the LLM calls (`llm_workers`; none when every model is offline). Calls
-        made before those are up wait for them: this process never imports litellm."""
+        made before those are up wait for them: this process never imports litellm. `spent`: what
+        the sweep's earlier runs spent (dollars, tokens), counted against its budget."""
         async with AsyncExitStack() as stack:
             specs = []
             for model in config.models:
@@ -111,9 +115,10 @@ class SweepModels:
                     api_base, key = local_base(model.name, server.base_url), SecretStr(LOCAL_KEY)
                 specs.append(ModelSpec(name=model.name, api_base=api_base, api_key=key, limits=model.limits,
                                        timeout=model.timeout))
-            budget = Budget(max_usd=config.budget.usd, max_tokens=config.budget.tokens)
-            client = LLMClient(specs, budget=budget if config.budget.usd or config.budget.tokens else None,
-                               transport=transport(config.llm_workers if specs else 0))
+            # Always a Budget, so that every run's spend is counted (without limits it never runs out).
+            budget = Budget(max_usd=config.budget.usd, max_tokens=config.budget.tokens, spent_usd=spent[0],
+                            spent_tokens=spent[1])
+            client = LLMClient(specs, budget=budget, transport=transport(config.llm_workers if specs else 0))
             for spec in specs:
                 check_llm(spec.name, client)
             offline = {m.name: resolve_model(m.name, client=client, data_dir=data_dir)
@@ -121,7 +126,13 @@ class SweepModels:
             stack.push_async_callback(client.aclose)
             starting = asyncio.create_task(_start(client))
             stack.push_async_callback(_stop, starting)
-            yield cls(config, client, offline)
+            yield cls(config, client, offline, spent)
+
+    def spent_this_run(self) -> tuple[float, int]:
+        """Dollars and tokens this run's model calls cost so far (its budget counts the earlier runs' too)."""
+        budget = self.client.budget
+        assert budget is not None
+        return budget.spent_usd - self.spent_before[0], budget.spent_tokens - self.spent_before[1]
 
     def for_episode(self, name: str, calls: list[LLMCall]) -> Model:
         if name in self._offline:

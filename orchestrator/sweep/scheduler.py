@@ -111,7 +111,8 @@ async def _run(config: SweepConfig, todo: list[PlannedEpisode], task_sets: dict[
     images = sorted({e.task.image for e in todo if e.task.image})  # "": a kind that needs no container
     await ensure_images(images, data_dir)
     all_tasks = [t for tasks in task_sets.values() for t in tasks]
-    async with SweepModels.open(config, all_tasks, data_dir) as models:
+    spent = await store.spent_before(run_id)  # the budget holds for the sweep, across its resumes
+    async with SweepModels.open(config, all_tasks, data_dir, spent) as models:
         if config.cluster is not None:
             return await _run_on_cluster(config, todo, images, models, store, run_id, progress, data_dir)
         async with Runtime.open(data_dir=data_dir, reward_mode=config.reward_mode, images=_pool_configs(config, images),
@@ -182,7 +183,7 @@ async def _episodes(config: SweepConfig, todo: list[PlannedEpisode], site: Site,
                 record = await runner.run(episode)
             finally:
                 dispatcher.done(episode)
-            await store.add_episode(run_id, config.name, record)
+            await store.add_episode(run_id, config.name, record, spent=models.spent_this_run())
             progress.finished(episode, record)
 
     try:
