@@ -37,7 +37,6 @@ import math
 import os
 import resource
 import signal
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -52,6 +51,7 @@ from typing import Self
 from benchmarks.bench_sweep import ORACLE, phases
 from foundation.settings import resolve_data_dir
 from tests.cluster_fixture import LocalCluster, cluster_slot
+from tests.stores import rows
 
 IMAGES = [f"intercode/nl2bash-fs{n}" for n in (1, 2, 3, 4)]
 HOSTS = ["intercode_host_0", "intercode_host_1", "intercode_host_2"]
@@ -226,21 +226,13 @@ def sweep_file(work: Path, label: str, address: str, hosts: int) -> tuple[Path, 
     return path, out
 
 
-def store(out: Path, sql: str) -> list[tuple]:
-    db = sqlite3.connect(out / "results.db")
-    try:
-        return db.execute(sql).fetchall()
-    finally:
-        db.close()
-
-
 def one_sweep(work: Path, label: str, hosts: int, cluster: LocalCluster, data_dir: str) -> dict:
     """One oracle sweep in a child process, on `hosts` hosts of the cluster (0: locally): its figures."""
     path, out = sweep_file(work, label, cluster.address, hosts)
     argv = [sys.executable, "-m", "orchestrator", "sweep", str(path), "--quiet", "--no-report", "--data-dir", data_dir]
     with CpuWatch([node.pid for node in cluster.nodes]) as watch:
         done = run_child(argv, work / label, child_env(work))
-    (episodes, failed, first, last), = store(out, "SELECT count(*), count(failure_class), min(started_at), "
+    (episodes, failed, first, last), = rows(out, "SELECT count(*), count(failure_class), min(started_at), "
                                                   "max(finished_at) FROM episodes")
     start_up, running, close = phases(out)
     head_steady, ray_steady = watch.between(first, last)
@@ -254,8 +246,8 @@ def one_sweep(work: Path, label: str, hosts: int, cluster: LocalCluster, data_di
             "steady_cpu_ms": per(head_steady), "ray_total_ms": per(ray_whole.total()),
             "ray_cpu_ms": {name: per(s) for name, s in ray_whole.items() if per(s) >= 0.01},
             "ray_steady_ms": per(ray_steady.total()), "agent_steady_ms": per(ray_steady[AGENT]),
-            "rewards": dict(store(out, "SELECT task_id, reward FROM episodes")),
-            "hosts": dict(store(out, "SELECT host, count(*) FROM episodes GROUP BY host")),
+            "rewards": dict(rows(out, "SELECT task_id, reward FROM episodes")),
+            "hosts": dict(rows(out, "SELECT host, count(*) FROM episodes GROUP BY host")),
             "labels": {json.loads(line)["run"] for line in (out / "sweep.log").read_text().splitlines()
                        if '"cluster_hosts"' in line}}  # the run labels of its agents' containers
 

@@ -19,6 +19,7 @@ from orchestrator.report.markdown import render_markdown
 from orchestrator.report.stats import wilson_interval
 from orchestrator.report.summary import summarize_all
 from orchestrator.report.view import build_view
+from tests.stores import rows
 
 CELL = ("openai/sim", "try_again", "starter-bash")
 
@@ -128,11 +129,7 @@ def stored(outdir: Path) -> dict[Key, tuple]:
 
 def run_spend(outdir: Path) -> list[tuple[float, int]]:
     """Each run's (dollars, tokens) spent on model calls, in order."""
-    db = sqlite3.connect(outdir / "results.db")
-    try:
-        return db.execute("SELECT spent_usd, spent_tokens FROM runs ORDER BY id").fetchall()
-    finally:
-        db.close()
+    return rows(outdir, "SELECT spent_usd, spent_tokens FROM runs ORDER BY id")
 
 
 def sweep(path: Path) -> int:

@@ -28,6 +28,7 @@ from foundation.pool.ownership import RUN
 from tasks import load_tasks
 from tests.cluster_fixture import LocalCluster
 from tests.second_engine import image_id
+from tests.stores import rows as stored_rows
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.cluster]
 pytest.importorskip("ray")
@@ -73,15 +74,13 @@ def wait_for(process: subprocess.Popen[str], outdir: Path, sql: str, count: int)
 
 
 def rows(outdir: Path, sql: str) -> list[tuple]:
+    """The store's rows of `sql`; none while the sweep has not made its store yet."""
     if not (outdir / "results.db").exists():
         return []
-    db = sqlite3.connect(outdir / "results.db")
     try:
-        return db.execute(sql).fetchall()
-    except sqlite3.OperationalError:  # not made yet
+        return stored_rows(outdir, sql)
+    except sqlite3.OperationalError:  # its tables not made yet
         return []
-    finally:
-        db.close()
 
 
 def run_labels(outdir: Path) -> list[str]:

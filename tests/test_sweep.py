@@ -6,7 +6,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ from orchestrator.cli import main
 from orchestrator.fidelity.trajectories import read_episodes
 from orchestrator.store.export import HARNESS
 from tasks import load_tasks
+from tests.stores import rows
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -32,14 +32,6 @@ def sweep_file(tmp_path: Path, body: str, *, name: str = "t", tasks: str = "star
     path = tmp_path / f"{name}.toml"
     path.write_text(head + body + task_blocks)
     return path
-
-
-def rows(outdir: Path, sql: str) -> list[tuple]:
-    db = sqlite3.connect(outdir / "results.db")
-    try:
-        return db.execute(sql).fetchall()
-    finally:
-        db.close()
 
 
 def sweep(*args: str | Path) -> int:

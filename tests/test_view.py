@@ -36,6 +36,7 @@ from orchestrator.view.cli import last_good_night
 from orchestrator.view.queries import PAGE_SIZE
 from orchestrator.view.source import Source
 from orchestrator.view.sweeplog import PlannedEpisodes
+from tests.stores import rows
 
 SWEEP = """name = "view-test"
 strategies = ["single", "try_again"]
@@ -81,11 +82,6 @@ async def get(client: aiohttp.ClientSession, path: str, status: int = 200, **hea
         text = await response.text()
         assert response.status == status, text[:500]
         return text
-
-
-def rows(outdir: Path, sql: str, args: tuple = ()) -> list[tuple]:
-    with closing(sqlite3.connect(outdir / "results.db")) as db:
-        return db.execute(sql, args).fetchall()
 
 
 def column(page: str, table_id: str, index: int) -> list[str]:
