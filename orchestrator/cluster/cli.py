@@ -51,7 +51,7 @@ async def _status(args: argparse.Namespace) -> int:
             print(describe(status, dict(zip(mine, answers))))
         return 0
     finally:
-        ray.shutdown()
+        await asyncio.to_thread(ray.shutdown)
 
 
 def sweep_agents() -> dict[str, Any]:
@@ -97,7 +97,7 @@ async def _down(args: argparse.Namespace) -> int:
         print(f"{stopped} shared agents stopped")
         return 0
     finally:
-        ray.shutdown()
+        await asyncio.to_thread(ray.shutdown)
 
 
 async def _name_freed(name: str, namespace: str) -> None:

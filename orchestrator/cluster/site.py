@@ -10,15 +10,16 @@ agent per node (orchestrator.cluster.agent), named for this sweep, configured wi
 - **Joining.** Every node with an `intercode_host_N` resource is a host. At the start all of them
   join: the agent starts (its engine answers, orphans of dead owners are reaped), its images are
   checked against the head's build and shipped where they differ (orchestrator.cluster.images),
-  its pools are warmed. A host that cannot join is one line and the sweep does not start. Nodes
-  that appear later (or come back) join the same way while the sweep runs.
+  its pools are warmed and its channel opened (orchestrator.cluster.channel: the episodes' calls
+  go over it, not as actor calls). A host that cannot join is one line and the sweep does not
+  start. Nodes that appear later (or come back) join the same way while the sweep runs.
 - **Placement.** An episode goes to a live host with spare capacity (`host_concurrency`, default 8
   per CPU of its node), preferring one with a warm container of its image to spare, then the
   least loaded; a retry avoids the host its earlier attempt failed on.
 - **Failures.** Each host is pinged every `heartbeat` seconds. A host that leaves a ping
-  unanswered for `host_timeout` seconds (its node died, its agent hangs) is lost: its episodes in
-  flight end at once with HostLost, an infra failure the runner re-runs elsewhere within
-  `infra_retries`. A host whose engine stops answering gets no new episodes until it answers again.
+  unanswered for `host_timeout` seconds (its node died, its agent hangs), or whose channel closes,
+  is lost: its episodes in flight end at once with HostLost, an infra failure the runner re-runs
+  elsewhere within `infra_retries`. A host whose engine stops answering gets no new episodes until it answers again.
 """
 
 from __future__ import annotations
@@ -169,7 +170,7 @@ class ClusterSite:
         try:
             await self._join(nodes)
         except Exception as exc:
-            raise UserError(f"{_reason(exc)}") from None
+            raise UserError(_reason(exc)) from None
         log.info("cluster_hosts", run=self.agent_settings.run_id,
                  hosts={h.resource: h.capacity for h in self.hosts.values()})
 
