@@ -4,7 +4,6 @@ out of every rate and mean and count them apart; a resume with a larger budget r
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -116,14 +115,10 @@ def sweep_file(tmp_path: Path, output: Path, budget_tokens: int | None) -> Path:
 
 def stored(outdir: Path) -> dict[Key, tuple]:
     """Key -> (row id, run id, status, success, reward, turns); asserts one row per key."""
-    db = sqlite3.connect(outdir / "results.db")
-    try:
-        rows = db.execute("SELECT model, strategy, task_set, task_id, epoch, id, run_id, status, success, reward, "
-                          "n_turns FROM episodes").fetchall()
-    finally:
-        db.close()
-    by_key = {row[:5]: row[5:] for row in rows}
-    assert len(by_key) == len(rows), "one row per episode"
+    found = rows(outdir, "SELECT model, strategy, task_set, task_id, epoch, id, run_id, status, success, reward, "
+                         "n_turns FROM episodes")
+    by_key = {row[:5]: row[5:] for row in found}
+    assert len(by_key) == len(found), "one row per episode"
     return by_key
 
 

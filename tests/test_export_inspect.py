@@ -15,6 +15,7 @@ from inspect_ai.log import list_eval_logs, read_eval_log
 from foundation.settings import PROJECT_ROOT
 from orchestrator.cli import main
 from orchestrator.store import EpisodeKey, EpisodeRecord, LLMCall, Store, TurnRecord
+from tests.stores import rows
 
 SWEEP = """name = "inspect-export"
 output = "{output}"
@@ -35,14 +36,10 @@ dataset = "starter-sql"
 
 def stored(outdir: Path) -> dict[tuple[str, str, str], list[tuple]]:
     """The store's episodes per cell: (task_id, epoch, reward, success, status, tokens, image_digest)."""
-    db = sqlite3.connect(outdir / "results.db")
-    try:
-        rows = db.execute("SELECT model, strategy, task_set, task_id, epoch, reward, success, status, "
-                          "prompt_tokens + completion_tokens, image_digest FROM episodes").fetchall()
-    finally:
-        db.close()
+    found = rows(outdir, "SELECT model, strategy, task_set, task_id, epoch, reward, success, status, "
+                         "prompt_tokens + completion_tokens, image_digest FROM episodes")
     cells: dict[tuple[str, str, str], list[tuple]] = {}
-    for model, strategy, task_set, *episode in rows:
+    for model, strategy, task_set, *episode in found:
         cells.setdefault((model, strategy, task_set), []).append(tuple(episode))
     return cells
 
