@@ -60,21 +60,9 @@ def split_action(shell: str, action: str) -> list[str]:
 # 2 s after the command itself exited, whichever came first (measured on the engine: a background
 # job that prints 1.9 s after the shell exited is in the output, one at 2.5 s is not, and
 # `sleep 30 &` returns after 2 s). So what a background job (`cmd &`) prints and makes in those 2 s
-# counts, for an action and for a gold. The driver answers when the shell exits. This wrapper runs
-# the command with its output through `cat`, learns its status on a pipe of its own, then waits
-# for cat (the stream's end) for at most 2 s more, and exits with the command's status.
-UNTIL_OUTPUT_ENDS = r"""exec {keep}>&1
-exec {sig}< <(exec {s}>&1 1>&"$keep" {keep}>&-; { "$@" {s}>&- 2>&1; echo "$?" >&"$s"; } | cat {s}>&-)
-exec {keep}>&-
-read -r status <&"$sig"
-read -t 2 -r _ <&"$sig"
-exit "${status:-1}"
-"""
-
-
-def as_docker_exec(argv: list[str]) -> list[str]:
-    """`argv`, run so that it ends when its output ends, or 2 s after it exited, as a docker exec did."""
-    return ["/bin/bash", "-c", UNTIL_OUTPUT_ENDS, "docker-exec", *argv]
+# counts, for an action and for a gold: the driver lingers so long on the output after the shell
+# exits, within the action's timeout, and the exit status stays the shell's.
+DOCKER_EXEC_LINGER = 2.0
 
 
 Change = tuple[str, str]  # (path, git status code)
@@ -148,8 +136,8 @@ class BashEnv(Environment):
             return "Malformed command", False
         if any("\0" in arg for arg in argv):  # no process can take it as an argument
             return "Malformed command", False
-        result = await self.sandbox.exec(as_docker_exec(argv), cwd="/" if is_cd else self.workdir,
-                                         timeout=ACTION_TIMEOUT)
+        result = await self.sandbox.exec(argv, cwd="/" if is_cd else self.workdir, timeout=ACTION_TIMEOUT,
+                                         linger=DOCKER_EXEC_LINGER)
         if result.timed_out:
             return "Command timed out", False
         if not result.valid_utf8 and not self.strict:
@@ -209,8 +197,9 @@ class BashEnv(Environment):
         (as JSON, the gold cache's form: BashGold.of reads it)."""
         async with self.runtime.pool.lease(task.image) as sandbox:
             try:
-                argv = as_docker_exec(split_action(self.shell(task), task.gold_text))
-                output = (await sandbox.exec(argv, cwd=self.image_workdir, timeout=GOLD_TIMEOUT)).output
+                argv = split_action(self.shell(task), task.gold_text)
+                output = (await sandbox.exec(argv, cwd=self.image_workdir, timeout=GOLD_TIMEOUT,
+                                             linger=DOCKER_EXEC_LINGER)).output
             except ValueError:  # the original's gold failed to split the same way: no output
                 output = ""
             value: dict[str, Any] = {"output": output, "changes": {}, "hashes": {}}

@@ -23,10 +23,10 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 from environments.bash import (
+    DOCKER_EXEC_LINGER,
     GOLD_TIMEOUT,
     BashEnv,
     BashGold,
-    as_docker_exec,
     split_action,
 )
 from foundation.errors import SandboxError
@@ -87,8 +87,9 @@ class OriginalLifecycleBashEnv(BashEnv):
         _, sandbox = await self._containers_for(task.image)
         await self._leaky_reset(sandbox, task, "gold")
         try:
-            argv = as_docker_exec(split_action(self.shell(task), task.gold_text))
-            output = (await sandbox.exec(argv, cwd=self.image_workdir, timeout=GOLD_TIMEOUT)).output
+            argv = split_action(self.shell(task), task.gold_text)
+            output = (await sandbox.exec(argv, cwd=self.image_workdir, timeout=GOLD_TIMEOUT,
+                                         linger=DOCKER_EXEC_LINGER)).output
         except ValueError:
             output = ""
         changes = await self.changes(sandbox, self.strict)

@@ -35,8 +35,10 @@ class Sandbox(Protocol):
         """Its identity, for lineage and logs."""
 
     async def exec(self, argv: list[str], *, cwd: str | None = None, timeout: float | None = None,
-                   cap: int | None = None, env: dict[str, str] | None = None) -> ExecResult:
-        """Run `argv` in `cwd` within the limits: the raw call."""
+                   cap: int | None = None, env: dict[str, str] | None = None, linger: float = 0.0) -> ExecResult:
+        """Run `argv` in `cwd` within the limits: the raw call. It answers when `argv` exits; with
+        `linger`, when its output ends or `linger` seconds after it exited, whichever is first (what
+        its background jobs print meanwhile counts)."""
 
     async def run(self, action: str, *, shell: str = "/bin/bash", timeout: float | None = None,
                   cap: int | None = None) -> ExecResult:

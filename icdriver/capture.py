@@ -39,19 +39,28 @@ class Capture:
         return out
 
 
-def pump(fd, proc, deadline, capture, stop_at=None):
+def pump(fd, proc, deadline, capture, stop_at=None, linger=0.0):
     """Read fd into capture until the process exits (then drain), the deadline, or a flood.
 
     Returns "exit", "timeout" or "flood". Background children that keep the pipe open do not
-    hold the call: once the main process has exited, only what is already buffered is read.
+    hold the call: once the main process has exited, only what is already buffered is read, or,
+    with `linger`, what comes until the pipe closes or `linger` seconds after the exit, whichever
+    is first (as docker's exec answered). The deadline holds throughout.
     stop_at, if given, is a bytes marker that ends reading as soon as it is seen.
     """
     pidfd = os.pidfd_open(proc.pid) if proc is not None else None
+    until = None  # when lingering: the end of the wait for the pipe to close
     try:
         while True:
-            remaining = deadline - time.monotonic()
+            now = time.monotonic()
+            remaining = deadline - now
             if remaining <= 0:
                 return "timeout"
+            if until is not None:
+                if now >= until:
+                    drain(fd, capture)
+                    return "exit"
+                remaining = min(remaining, until - now)
             watch = [fd] + ([pidfd] if pidfd is not None else [])
             ready, _, _ = select.select(watch, [], [], remaining)
             if fd in ready:
@@ -64,8 +73,11 @@ def pump(fd, proc, deadline, capture, stop_at=None):
                 if stop_at is not None and stop_at in capture.buf[-(len(chunk) + len(stop_at)):]:
                     return "exit"
             elif pidfd is not None and pidfd in ready:
-                drain(fd, capture)
-                return "exit"
+                if linger <= 0:
+                    drain(fd, capture)
+                    return "exit"
+                os.close(pidfd)
+                pidfd, until = None, time.monotonic() + linger
     finally:
         if pidfd is not None:
             os.close(pidfd)

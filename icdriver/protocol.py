@@ -7,8 +7,10 @@ driver whose version is not VERSION: bump it on any change that one end must kno
 
 Ops and their fields:
   hello                      -> pid, version
-  exec     argv cwd timeout cap flood env
+  exec     argv cwd timeout cap flood env linger
                              -> exit, output, omitted, timed_out, flooded, elapsed, spawned, utf8
+                                (linger: seconds to go on reading after argv exited, until its
+                                output's pipe closes; 0, the default, reads what is buffered)
   session  cmd timeout cap   -> same as exec, plus cwd and restarted (one persistent bash)
   reset                      -> killed, restored, removed (processes and files back to pristine;
                                 the processes that ran before the driver started are kept)
@@ -26,7 +28,7 @@ from __future__ import annotations
 import json
 import struct
 
-VERSION = 1
+VERSION = 2
 
 HELLO, EXEC, SESSION, RESET, PYTHON, EXIT = "hello", "exec", "session", "reset", "python", "exit"
 # The envelope of every message, and the hello's fields.

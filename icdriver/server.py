@@ -25,7 +25,7 @@ class Driver:
     def op_exec(self, req):
         argv, cwd = req["argv"], req.get("cwd") or "/"
         timeout, capture = float(req.get("timeout", 10)), Capture(int(req.get("cap", 65536)), int(req.get("flood", 8 << 20)))
-        env = dict(os.environ, **req.get("env", {}))
+        env, linger = dict(os.environ, **req.get("env", {})), float(req.get("linger", 0))
         start = time.monotonic()
         try:
             proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -35,7 +35,7 @@ class Driver:
             return {"exit": 127 if isinstance(exc, FileNotFoundError) else 126, "output": "%s: %s\n" % (argv[0], exc.strerror),
                     "omitted": 0, "timed_out": False, "flooded": False, "elapsed": 0.0, "spawned": False}
         fd = proc.stdout.fileno()
-        outcome = pump(fd, proc, start + timeout, capture)
+        outcome = pump(fd, proc, start + timeout, capture, linger=linger)
         if outcome != "exit":
             kill_group(proc.pid, proc)
             drain(fd, capture)

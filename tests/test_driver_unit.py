@@ -82,12 +82,13 @@ def test_capped_text_keeps_characters_strips_and_refuses_bytes():
     assert CappedText(10).text() == ""
 
 
-def _pumped(argv: list[str], timeout: float, cap: int = 1 << 16, flood: int = 1 << 20) -> tuple[str, bytes, float]:
+def _pumped(argv: list[str], timeout: float, cap: int = 1 << 16, flood: int = 1 << 20,
+            linger: float = 0.0) -> tuple[str, bytes, float]:
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     capture, start = Capture(cap, flood), time.monotonic()
     try:
         assert proc.stdout is not None
-        outcome = pump(proc.stdout.fileno(), proc, start + timeout, capture)
+        outcome = pump(proc.stdout.fileno(), proc, start + timeout, capture, linger=linger)
         return outcome, bytes(capture.buf), time.monotonic() - start
     finally:
         kill_group(proc.pid, proc)
@@ -105,6 +106,18 @@ def test_pump_reads_a_pipe_to_the_exit_timeout_or_flood():
 def test_pump_does_not_wait_for_a_background_child_holding_the_pipe():
     outcome, output, seconds = _pumped(["sh", "-c", "sleep 5 & echo started"], 5)
     assert (outcome, output) == ("exit", b"started\n") and seconds < 2
+
+
+def test_pump_lingers_after_the_exit_until_the_pipe_closes_or_the_linger_ends():
+    # the pipe closes when the background job ends: its line counts, and no more is waited
+    outcome, output, seconds = _pumped(["sh", "-c", "(sleep 0.3; echo late) & echo now"], 5, linger=2)
+    assert (outcome, output) == ("exit", b"now\nlate\n") and 0.3 <= seconds < 1.5
+    # a job holding the pipe longer: what it printed within the linger counts, then the call ends
+    outcome, output, seconds = _pumped(["sh", "-c", "(sleep 0.2; echo soon; sleep 30) & echo now"], 5, linger=0.6)
+    assert (outcome, output) == ("exit", b"now\nsoon\n") and 0.6 <= seconds < 1.5
+    # the deadline holds while lingering
+    outcome, _, seconds = _pumped(["sh", "-c", "sleep 30 & echo now"], 0.4, linger=2)
+    assert outcome == "timeout" and 0.4 <= seconds < 1.5
 
 
 def test_pump_stops_at_a_marker():

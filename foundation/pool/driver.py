@@ -169,9 +169,9 @@ class DriverClient:
         return reply
 
     async def exec(self, argv: list[str], *, cwd: str = "/", timeout: float = 10.0, cap: int = 65536,
-                   flood: int = 8 << 20, env: dict[str, str] | None = None) -> ExecResult:
+                   flood: int = 8 << 20, env: dict[str, str] | None = None, linger: float = 0.0) -> ExecResult:
         reply = await self.request(protocol.EXEC, wait=timeout + 15.0, argv=argv, cwd=cwd, timeout=timeout,
-                                   cap=cap, flood=flood, env=env or {})
+                                   cap=cap, flood=flood, env=env or {}, linger=linger)
         return _result(reply)
 
     async def session(self, cmd: str, *, timeout: float = 10.0, cap: int = 65536) -> ExecResult:

@@ -44,9 +44,9 @@ class ContainerSandbox:
         return self._member.driver
 
     async def exec(self, argv: list[str], *, cwd: str | None = None, timeout: float | None = None,
-                   cap: int | None = None, env: dict[str, str] | None = None) -> ExecResult:
+                   cap: int | None = None, env: dict[str, str] | None = None, linger: float = 0.0) -> ExecResult:
         return await self._driver().exec(argv, cwd=cwd or self.cwd, timeout=timeout or self.limits.timeout,
-                                         cap=cap or self.limits.output_cap, flood=self.limits.flood, env=env)
+                                         cap=cap or self.limits.output_cap, flood=self.limits.flood, env=env, linger=linger)
 
     async def run(self, action: str, *, shell: str = "/bin/bash", timeout: float | None = None,
                   cap: int | None = None) -> ExecResult:
