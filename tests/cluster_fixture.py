@@ -66,6 +66,8 @@ class LocalCluster:
         self.engines = [host_engine(number) for number in range(1, hosts)]
         self.port = _free_port()
         self.address = f"127.0.0.1:{self.port}"
+        self.client_port = _free_port()  # Ray Client's server on the head: ray://127.0.0.1:PORT
+        self.client_address = f"ray://127.0.0.1:{self.client_port}"
         self.temp_dir = Path(tempfile.mkdtemp(prefix="ic-ray-", dir="/tmp"))
         self.nodes: list[subprocess.Popen[bytes]] = []
         self.extra_hosts: dict[int, str] = {}  # node number -> its engine, for nodes added later
@@ -92,7 +94,8 @@ class LocalCluster:
         for engine in self.engines:
             engine.start()
             engine.load(self.images)
-        head = ["--head", "--port", str(self.port), "--include-dashboard=false", "--disable-usage-stats"]
+        head = ["--head", "--port", str(self.port), "--ray-client-server-port", str(self.client_port),
+                "--include-dashboard=false", "--disable-usage-stats"]
         self._node(0, head)
         for number in range(1, len(self.engines) + 1):
             self._node(number, ["--address", self.address])

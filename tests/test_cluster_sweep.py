@@ -263,6 +263,19 @@ def test_a_node_without_docker_is_one_line_before_any_episode(cluster: LocalClus
     assert_no_container(cluster, tmp_path / "nodocker")
 
 
+def test_a_sweep_through_ray_client_runs_on_every_host(cluster: LocalCluster, tmp_path: Path, data_dir: Path) -> None:
+    """`ray://HOST:PORT`: the head joins through Ray Client (the `ray` extra's `client`); its
+    episodes' calls still go straight to each host's channel."""
+    body = '[[models]]\nname = "oracle"\n[[tasks]]\ndataset = "nl2bash-fs1"\n[cluster]\nray = "auto"\nhost_concurrency = 4\n'
+    path = sweep_file(tmp_path, "client", body, strategies=["single"], concurrency=12)
+    finish(start_sweep(path, data_dir, "--ray", cluster.client_address))
+    stored = rows(tmp_path / "client", "SELECT task_id, status, reward, host FROM episodes")
+    assert len(stored) == 60 and {status for _, status, _, _ in stored} <= {"solved", "submitted"}, stored
+    assert sum(reward for _, _, reward, _ in stored) >= 55  # fs1's golds, but for the moment-dependent ones
+    assert {host for *_, host in stored} == set(HOSTS)
+    assert_no_container(cluster, tmp_path / "client")
+
+
 def test_an_unreachable_cluster_is_one_line_and_keeps_the_results(tmp_path: Path, data_dir: Path) -> None:
     body = ('[[models]]\nname = "openai/sim"\n[models.local]\n[[tasks]]\ndataset = "starter-bash"\nlimit = 4\n'
             '[budget]\ntokens = 1\n')

@@ -124,7 +124,7 @@ async def connect(address: str | None) -> bool:
         return False
     if address is None:
         raise ConfigError("Ray is not initialized: call ray.init(address=...) first or pass address=HOST:PORT")
-    if address != "auto" and not address.startswith("ray://"):
+    if address != "auto":
         await reachable(address)
     try:
         await asyncio.to_thread(ray.init, address=address, logging_level="error", log_to_driver=False)
@@ -136,7 +136,7 @@ async def connect(address: str | None) -> bool:
 
 async def reachable(address: str) -> None:
     """One line instead of Ray's long retries when nothing listens at `address`."""
-    host, _, port = address.rpartition(":")
+    host, _, port = address.removeprefix("ray://").rpartition(":")
     if not host or not port.isdigit():
         raise ConfigError(f"--ray {address!r}: expected HOST:PORT")
     try:
