@@ -32,6 +32,16 @@ DIALOGUE_LIMIT = 10  # turns kept in the prompt besides the system prompt and th
 T = TypeVar("T")
 
 
+class FeedbackOptions:
+    """The options of a strategy that feeds each turn's result back: whether the reward is shown,
+    how many turns the prompt keeps (None: all), how many characters of an observation."""
+
+    def __init__(self, show_reward: bool = True, dialogue_limit: int | None = DIALOGUE_LIMIT,
+                 observation_limit: int = OBSERVATION_LIMIT) -> None:
+        self.show_reward = show_reward
+        self.dialogue_limit = dialogue_limit
+        self.observation_limit = observation_limit
+
 
 def prompt(name: str, kind: str, **fields: object) -> str:
     """Template `name` for environment `kind` (`<name>_<kind>.txt` if there is one, else

@@ -22,12 +22,19 @@ from dataclasses import dataclass, field
 from string import Template
 from typing import TYPE_CHECKING, Any
 
-from agents.base import EpisodeOutcome, Model, ToolAnswer, ToolCall, ToolMessage, ToolModel, Turn
+from agents.base import (
+    EpisodeOutcome,
+    Model,
+    ToolAnswer,
+    ToolCall,
+    ToolMessage,
+    ToolModel,
+    Turn,
+)
 from agents.llm.errors import ModelError
 from agents.strategies.common import (
-    DIALOGUE_LIMIT,
-    OBSERVATION_LIMIT,
     Dialogue,
+    FeedbackOptions,
     alongside,
     begin,
     clip,
@@ -143,14 +150,8 @@ class Exchanges:
         return self.head + [message for exchange in kept for message in exchange]
 
 
-class Tools:
+class Tools(FeedbackOptions):
     name = "tools"
-
-    def __init__(self, show_reward: bool = True, dialogue_limit: int | None = DIALOGUE_LIMIT,
-                 observation_limit: int = OBSERVATION_LIMIT) -> None:
-        self.show_reward = show_reward
-        self.dialogue_limit = dialogue_limit
-        self.observation_limit = observation_limit
 
     async def run(self, env: Environment, task: Task, model: Model, *, max_turns: int) -> EpisodeOutcome:
         caller = tool_model(model)

@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING
 from agents.base import EpisodeOutcome, Model, Turn
 from agents.llm.errors import ModelError
 from agents.strategies.common import (
-    DIALOGUE_LIMIT,
-    OBSERVATION_LIMIT,
+    FeedbackOptions,
     action_of,
     ask,
     begin,
@@ -32,14 +31,8 @@ if TYPE_CHECKING:
     from tasks import Task
 
 
-class TryAgain:
+class TryAgain(FeedbackOptions):
     name = "try_again_fenced"
-
-    def __init__(self, show_reward: bool = True, dialogue_limit: int | None = DIALOGUE_LIMIT,
-                 observation_limit: int = OBSERVATION_LIMIT) -> None:
-        self.show_reward = show_reward
-        self.dialogue_limit = dialogue_limit
-        self.observation_limit = observation_limit
 
     async def run(self, env: Environment, task: Task, model: Model, *, max_turns: int) -> EpisodeOutcome:
         outcome, dialogue = await begin(env, task, self._system(env.kind), self.dialogue_limit)
