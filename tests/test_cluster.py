@@ -101,6 +101,17 @@ async def test_oracle_across_three_hosts_earns_the_local_rewards(cluster: LocalC
         assert engine.docker("ps", "-aq").split() == []
 
 
+async def gone(agent: Any) -> None:
+    """Until a call to the killed `agent` fails as its death."""
+    async with asyncio.timeout(30):
+        while True:
+            try:
+                await agent.ping.remote()
+            except ray.exceptions.RayActorError:
+                return
+            await asyncio.sleep(0.05)  # between two calls to the dying agent
+
+
 async def test_errors_reach_the_driver_as_ours(cluster: LocalCluster, data_dir: Path) -> None:
     """An environment's error is raised as itself; a host agent that dies mid-episode is HostLost,
     and leaving the episode still works. (Reaping the dead agent's containers is a later slice:
@@ -120,6 +131,7 @@ async def test_errors_reach_the_driver_as_ours(cluster: LocalCluster, data_dir: 
             await env.reset(task)
             assert (await env.step("ls /")).done is False
             ray.kill(agent)
+            await gone(agent)  # ray.kill returns before the agent is dead: a fast step could still be served
             with pytest.raises(HostLost):
                 await env.step("ls /")
     finally:

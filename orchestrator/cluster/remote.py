@@ -141,7 +141,7 @@ class RemoteEnvironment:
         """The call sent; its answer to come."""
         if self.channel is not None:
             return await self.channel.submit(method, *args)
-        return getattr(self.agent, method).remote(*args).as_future()
+        return asyncio.wrap_future(getattr(self.agent, method).remote(*args).future())
 
     async def _answer(self, answer: asyncio.Future[Any], method: str) -> Any:
         """The call's value, or HostLost as soon as the host is known to be lost (the call is
