@@ -142,17 +142,10 @@ async def test_errors_reach_the_driver_as_ours(cluster: LocalCluster, data_dir: 
     assert containers_of(host, run_id) == []
 
 
-def test_an_unreachable_cluster_is_one_line_and_exit_2() -> None:
-    result = subprocess.run([sys.executable, "-m", "orchestrator", "cluster", "status", "--ray", "127.0.0.1:1"],
+@pytest.mark.parametrize("address", ["127.0.0.1:1", "ray://127.0.0.1:1"])  # Ray's own port, Ray Client's
+def test_an_unreachable_cluster_is_one_line_and_exit_2(address: str) -> None:
+    result = subprocess.run([sys.executable, "-m", "orchestrator", "cluster", "status", "--ray", address],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
-    assert result.stderr.strip().splitlines() == ["error: no Ray cluster at 127.0.0.1:1: Connect call failed "
-                                                  "('127.0.0.1', 1)"]
-
-
-def test_an_unreachable_ray_client_address_is_one_line() -> None:
-    result = subprocess.run([sys.executable, "-m", "orchestrator", "cluster", "status", "--ray", "ray://127.0.0.1:1"],
-                            capture_output=True, text=True, timeout=60)
-    assert result.returncode == 2
-    assert result.stderr.strip().splitlines() == ["error: no Ray cluster at ray://127.0.0.1:1: Connect call failed "
+    assert result.stderr.strip().splitlines() == [f"error: no Ray cluster at {address}: Connect call failed "
                                                   "('127.0.0.1', 1)"]

@@ -43,8 +43,9 @@ NAMESPACE = "intercode"
 # An agent takes a sliver of its node's host resource: it is pinned to the node, and the agents of
 # several sweeps, trainers and `cluster status` live there side by side.
 AGENT_SHARE = 0.001
-ENGINE_PING_TIMEOUT = 5.0
-CHANNEL_METHODS = frozenset({"open_env", "open_reset", "reset", "step", "score", "harness_step", "close"})  # seconds for the node's engine to answer a heartbeat's check
+ENGINE_PING_TIMEOUT = 5.0  # seconds for the node's engine to answer a heartbeat's check
+# The agent's methods that the episodes' calls reach over its channel (orchestrator.cluster.channel)
+CHANNEL_METHODS = frozenset({"open_env", "open_reset", "reset", "step", "score", "harness_step", "close"})
 
 
 @dataclass(frozen=True, slots=True)
