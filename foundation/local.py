@@ -91,6 +91,9 @@ class LocalSandbox:
         return await self.driver.python(codes, timeout=timeout or self.limits.timeout,
                                         cap=cap or self.limits.output_cap, name=name, fresh=fresh, close=close)
 
+    async def put(self, dest: str, tar: bytes) -> int:
+        return await self.driver.put(str(self.path(dest)), tar)
+
     def mark_broken(self, reason: str) -> None:
         self.broken = reason
 

@@ -51,6 +51,10 @@ class Sandbox(Protocol):
                      name: str = "main", fresh: bool = False, close: bool = False) -> PythonRun:
         """Run Python `codes` in the lease's persistent interpreter `name`."""
 
+    async def put(self, dest: str, tar: bytes) -> int:
+        """Unpack the uncompressed tar `tar` under the directory `dest` (made if missing): files
+        handed in by the host, such as a verifier's tests. Returns how many members it had."""
+
     def mark_broken(self, reason: str) -> None:
         """It is no good any more: when the lease ends, its provider removes it instead of reusing it."""
 

@@ -17,6 +17,8 @@ Ops and their fields:
   python   codes timeout cap name fresh close
                              -> results (output, error, raised, omitted, timed_out, died, elapsed
                                 per code), restarted (one persistent interpreter per name)
+  put      dest tar          -> files (a base64 tar unpacked under dest, made first; members that
+                                would land outside dest are refused)
   exit                       (no reply: the driver ends)
 
 The interpreter behind `python` speaks the same frames over pipes: code fresh cap -> one result.
@@ -28,9 +30,9 @@ from __future__ import annotations
 import json
 import struct
 
-VERSION = 2
+VERSION = 3
 
-HELLO, EXEC, SESSION, RESET, PYTHON, EXIT = "hello", "exec", "session", "reset", "python", "exit"
+HELLO, EXEC, SESSION, RESET, PYTHON, PUT, EXIT = "hello", "exec", "session", "reset", "python", "put", "exit"
 # The envelope of every message, and the hello's fields.
 ID, OP, OK, ERROR = "id", "op", "ok", "error"
 PID, VERSION_KEY, ROOTS = "pid", "version", "roots"

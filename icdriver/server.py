@@ -7,6 +7,7 @@ import time
 
 from icdriver import protocol
 from icdriver.capture import Capture, drain, pump
+from icdriver.files import unpack
 from icdriver.process import kill_group, kill_strays, list_procs
 from icdriver.repl import Repl, repl_failure
 from icdriver.restore import Restorer
@@ -98,6 +99,9 @@ class Driver:
             self.forget_repl(name, lost=False)
         return {"results": results, "restarted": restarted}
 
+    def op_put(self, req):
+        return {"files": unpack(req["dest"], req["tar"])}
+
     def forget_repl(self, name, lost):
         self.repls.pop(name).close()
         if lost:
@@ -117,7 +121,7 @@ def serve():
                             protocol.VERSION_KEY: protocol.VERSION, protocol.ROOTS: roots})
     ops = {protocol.HELLO: lambda req: {protocol.PID: os.getpid(), protocol.VERSION_KEY: protocol.VERSION},
            protocol.EXEC: driver.op_exec, protocol.SESSION: driver.op_session, protocol.RESET: driver.op_reset,
-           protocol.PYTHON: driver.op_python}
+           protocol.PYTHON: driver.op_python, protocol.PUT: driver.op_put}
     while True:
         req = protocol.read(stdin)
         if req is None or req.get(protocol.OP) == protocol.EXIT:

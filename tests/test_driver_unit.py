@@ -263,3 +263,37 @@ def test_a_driver_of_another_version_names_its_image_and_the_rebuild():
     assert mismatch is not None and version_mismatch({**hello, protocol.VERSION_KEY: protocol.VERSION}) is None
     line = stale_image("intercode/python:latest", mismatch)
     assert "intercode/python:latest" in line and "`./dev images`" in line and "\n" not in line
+
+
+# ----------------------------------------------------------------------------- files handed in
+
+
+def _tar(members: dict[str, bytes], links: dict[str, str] | None = None) -> bytes:
+    import tarfile
+
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o755 if name.endswith(".sh") else 0o644
+            tar.addfile(info, io.BytesIO(data))
+        for name, target in (links or {}).items():
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname = tarfile.SYMTYPE, target
+            tar.addfile(info)
+    return out.getvalue()
+
+
+def test_put_unpacks_under_its_destination_and_refuses_what_would_leave_it(tmp_path: Path):
+    import base64
+
+    from icdriver.files import unpack
+
+    dest = tmp_path / "tests"
+    count = unpack(str(dest), base64.b64encode(_tar({"test.sh": b"echo ok\n", "data/x.txt": b"x"})).decode())
+    assert count == 2 and (dest / "data" / "x.txt").read_bytes() == b"x"
+    assert os.access(dest / "test.sh", os.X_OK)  # modes kept: a script stays runnable
+    for bad in (_tar({"../escape.txt": b"no"}), _tar({"/abs.txt": b"no"}), _tar({}, {"link": "/etc/passwd"})):
+        with pytest.raises(ValueError, match="refused"):
+            unpack(str(tmp_path / "other"), base64.b64encode(bad).decode())
+    assert not (tmp_path / "escape.txt").exists()

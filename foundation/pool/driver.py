@@ -10,6 +10,7 @@ means an image built from older sources, and is refused.
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -186,6 +187,11 @@ class DriverClient:
         reply = await self.request(protocol.PYTHON, wait=timeout * max(len(codes), 1) + 15.0, codes=list(codes),
                                    timeout=timeout, cap=cap, name=name, fresh=fresh, close=close)
         return PythonRun(tuple(PythonResult(**r) for r in reply["results"]), bool(reply["restarted"]))
+
+    async def put(self, dest: str, tar: bytes, *, timeout: float = 60.0) -> int:
+        """Unpack the uncompressed tar `tar` under `dest` in the container; how many members it had."""
+        reply = await self.request(protocol.PUT, wait=timeout, dest=dest, tar=base64.b64encode(tar).decode("ascii"))
+        return int(reply["files"])
 
     async def _read_frame(self) -> dict[str, Any]:
         while True:

@@ -59,6 +59,9 @@ class ContainerSandbox:
             self.cwd = result.cwd
         return result
 
+    async def put(self, dest: str, tar: bytes) -> int:
+        return await self._driver().put(dest, tar)
+
     async def python(self, codes: list[str], *, timeout: float | None = None, cap: int | None = None,
                      name: str = "main", fresh: bool = False, close: bool = False) -> PythonRun:
         """Run Python `codes` in the lease's persistent interpreter `name`; gone with the lease."""
