@@ -26,6 +26,7 @@ class Task:
     gold: str | list[str]
     image: str
     meta: Mapping[str, Any] = field(default_factory=dict)
+    name: str = ""  # a name that identifies it in its set (a Harbor task's folder); "": its index
     _fingerprint: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -35,7 +36,9 @@ class Task:
 
     @property
     def id(self) -> str:
-        return f"{self.dataset}/{self.index}"
+        """`<dataset>/<index>`, or `<dataset>/<name>` for a task with a name of its own (its key in
+        the store: adding a Harbor folder does not shift the others)."""
+        return f"{self.dataset}/{self.name or self.index}"
 
     @property
     def fingerprint(self) -> str:

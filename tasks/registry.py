@@ -100,17 +100,59 @@ def load_tasks(name: str, data_dir: Path | None = None) -> list[Task]:
         if not path.is_file():
             extra = f" ({info.note})" if info.note else ""
             raise DataDirError(f"{path} is missing{extra}: {HOW_TO_FIX}")
-    records = json.loads(path.read_text())
+    records = read_records(path)
     # A starter set's files are in its own image, never in the data dir (which may be set for
     # other sets of the same sweep): its tasks are checked without it.
     assets = None if info.starter else data_dir
     return [_task(info, index, record, assets) for index, record in enumerate(records)]
 
 
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """The task records of a JSON file (an array of objects) or a JSONL file (an object a line).
+    ConfigError, naming the file and the record, for anything else, and for a record without a
+    `query` (a text)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"task file {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read task file {path}: {exc}") from None
+    records = _json_lines(path, text) if path.suffix == ".jsonl" else _json_array(path, text)
+    for number, record in enumerate(records, 1):
+        if not isinstance(record, dict):
+            raise ConfigError(f"{path}: record {number} is not an object: give each task as "
+                              '{"query": ..., "gold": ...}')
+        if not isinstance(record.get("query"), str) or not record["query"].strip():
+            raise ConfigError(f"{path}: record {number} has no `query` (the task's text)")
+    return records
+
+
+def _json_array(path: Path, text: str) -> list[Any]:
+    try:
+        records = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path} is not valid JSON ({exc}); a JSON array of tasks, or a .jsonl file with "
+                          "one task a line") from None
+    if not isinstance(records, list):
+        raise ConfigError(f"{path} holds a JSON {type(records).__name__}, not an array of tasks")
+    return records
+
+
+def _json_lines(path: Path, text: str) -> list[Any]:
+    records = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"{path} line {number} is not valid JSON ({exc})") from None
+    return records
+
+
 def _task(info: DatasetInfo, index: int, record: dict[str, Any], data_dir: Path | None) -> Task:
     meta = {k: v for k, v in record.items() if k not in ("query", "gold")}
     meta.update(info.fixup(record, data_dir))
-    return Task(env=info.env, dataset=info.name, index=index, query=record["query"], gold=record["gold"],
+    return Task(env=info.env, dataset=info.name, index=index, query=record["query"], gold=record.get("gold", ""),
                 image=info.image, meta=meta)
 
 
