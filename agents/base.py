@@ -75,6 +75,7 @@ class Turn:
     observation: str
     reward: float
     executed: bool
+    breakdown: dict[str, Any] | None = None  # the parts of the reward this turn computed, where the kind has them
 
 
 @dataclass

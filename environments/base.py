@@ -38,6 +38,26 @@ class TaskUnavailable(OrchestratorError):
     """The task can't run here (its data is missing, or its set-up needs the internet)."""
 
 
+class ScoringFailed(OrchestratorError):
+    """The episode could not be scored: its reward is unknown, never the model's 0. A kind's
+    `_reward` raises it; the environment then ends the episode, keeps it as `failure`, and the
+    sweep stores the episode with this status and class (its turns kept)."""
+
+    status = "task_error"
+    failure_class = "task"
+
+
+class RewardError(ScoringFailed):
+    """A task's own reward function raised, or returned something other than a number in [0, 1]."""
+
+
+class VerifierError(ScoringFailed):
+    """A verifier that could not give a reward: it timed out, could not start, or wrote no reward file."""
+
+    status = "verifier_error"
+    failure_class = "verifier"
+
+
 @dataclass(frozen=True, slots=True)
 class StepResult:
     observation: str
@@ -64,6 +84,7 @@ class Environment(ABC):
         self.history: list[tuple[str, str]] = []
         self.multi_turn = False
         self.score_info: dict[str, Any] = {}  # the info of the last score or submission (the reward's terms)
+        self.failure: ScoringFailed | None = None  # why the episode could not be scored, if it could not
         self._resetting: asyncio.Future[str] | None = None
 
     async def __aenter__(self) -> Environment:
@@ -78,9 +99,9 @@ class Environment(ABC):
         if task.env != self.kind:
             raise EpisodeError(f"a {self.kind} environment can't run {task.env} task {task.id}")
         if reason := task.meta.get("unavailable"):
-            raise TaskUnavailable(f"task {task.id} is unavailable offline: {reason}")
+            raise TaskUnavailable(f"task {task.id} is unavailable here: {reason}")
         await self._end()
-        self.task, self.done, self.reward, self.history = task, False, None, []
+        self.task, self.done, self.reward, self.history, self.failure = task, False, None, [], None
         self.multi_turn = multi_turn
         await self._start(task)
         self.observation = task.query
@@ -105,6 +126,7 @@ class Environment(ABC):
             raise EpisodeError("step() before reset()")
         if self.done:
             raise EpisodeError(f"step() after the episode of {self.task.id} ended")
+        self.score_info = {}  # a turn's breakdown is the scoring it did, if any
         word = action.strip().split(maxsplit=1)
         if word and word[0] == "submit":
             return await self._submit(word[1] if len(word) > 1 else "")
@@ -118,18 +140,37 @@ class Environment(ABC):
 
     async def _submit(self, argument: str) -> StepResult:
         self.history.append((f"submit {argument}".strip(), self.observation or ""))
-        reward, info = await self._reward(argument)
+        try:
+            reward, info = await self._reward(argument)
+        except ScoringFailed as exc:
+            return self._unscored(exc)
         self.done, self.reward, self.score_info = True, reward, info
         info[ACTION_EXECUTED] = True
         return StepResult(self.observation or "", reward, True, info)
 
     async def score(self) -> tuple[float, dict[str, Any]]:
-        """The reward of the current state, as if submitted now, without ending the episode."""
+        """The reward of the current state, as if submitted now, without ending the episode (unless
+        it can't be scored: then it ends, with `failure` set, and the reward is 0)."""
         await self.ready()
         if self.task is None:
             raise EpisodeError("score() before reset()")
-        reward, self.score_info = await self._reward("")
+        try:
+            reward, self.score_info = await self._reward("")
+        except ScoringFailed as exc:
+            return 0.0, self._unscored(exc).info
         return reward, self.score_info
+
+    def _unscored(self, failure: ScoringFailed) -> StepResult:
+        """End the episode on a scoring failure: its reward is unknown (the sweep stores the failure)."""
+        self.done, self.reward, self.failure = True, 0.0, failure
+        self.score_info = {"scoring_failed": str(failure)}
+        self.observation = f"The episode could not be scored: {failure}"
+        return StepResult(self.observation, 0.0, True, {ACTION_EXECUTED: True, **self.score_info})
+
+    def breakdown(self) -> dict[str, Any] | None:
+        """The parts of the last reward this turn computed (None when it computed none): numbers,
+        flags and short texts a reader can explain a score with. Kinds with a reward of parts say."""
+        return None
 
     async def harness_step(self, action: str) -> tuple[float, str, bool]:
         """One turn of the paper's multi-turn harness: (reward, observation, executed). `submit`

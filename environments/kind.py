@@ -29,7 +29,7 @@ Parsed = tuple[str, bool]  # (action, is_code), as the paper's parsers return it
 
 # The kinds that ship with the project: name -> the module that registers it (imported on first use).
 BUILTIN = {"bash": "environments.bash", "sql": "environments.sql", "python": "environments.python",
-           "ctf": "environments.ctf"}
+           "ctf": "environments.ctf", "harbor": "environments.harbor"}
 _KINDS: dict[str, KindSpec] = {}
 
 
@@ -43,6 +43,10 @@ def _unchanged(action: str) -> str:
 
 def _run_then_submit(task: Task) -> list[str]:
     return [task.gold_text, "submit"]
+
+
+def _no_limit(task: Task) -> float | None:
+    return None
 
 
 @dataclass(frozen=True)
@@ -70,10 +74,24 @@ class KindSpec:
     tool: str = ""  # "": the fence tag
     tool_argument: str = "code"
     tool_description: str = ""
+    # Kinds scored only at `submit` whose episodes must end scored (a verifier runs then: Harbor's
+    # tests): when a strategy stops without submitting (turns out, Single's one action), the sweep
+    # submits for it.
+    submit_at_end: bool = False
+    prompts: str = ""  # the prompt templates' suffix (`system_<prompts>.txt`); "": the kind's name
+    # Limits a kind's tasks set for themselves (your environment's manifest, a Harbor task's
+    # timeouts); None: the sweep's max_turns and episode_timeout.
+    max_turns: int | None = None
+    time_limit: Callable[[Task], float | None] = _no_limit  # seconds the whole episode may take
+    directory: str | None = None  # an environment of your own: where it is (a cluster's hosts load it from there)
 
     @property
     def tool_name(self) -> str:
         return self.tool or self.fence
+
+    @property
+    def prompt_family(self) -> str:
+        return self.prompts or self.name
 
     @property
     def submit_parameter(self) -> str:

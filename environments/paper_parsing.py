@@ -98,6 +98,16 @@ def ctf_action(answer: str) -> Parsed:
     return action, True
 
 
+_ANY_FENCE = re.compile(r"```[^\n`]*\n?([\s\S]*?)```")
+
+
+def code_or_whole(answer: str) -> Parsed:
+    """Kinds the paper never ran (Harbor, your own): the first fenced block as it is (lines and
+    case kept), else the whole answer."""
+    found = _ANY_FENCE.search(answer)
+    return (found.group(1).strip("\n"), True) if found else (answer.strip(), True)
+
+
 def paper_action(answer: str, kind: str) -> Parsed:
     """The action of `answer` by the rule of the paper's Single / Try Again / Plan & Solve runs
     (the kind's `paper_parser`)."""

@@ -63,7 +63,8 @@ class ResultsDB:
             (run_id, self.sweep, model, strategy, task_set, f"nl2bash/{self.count}", self.count, status, failure_class,
              "boom" if failure_class else None, reward, int(reward == 1.0 and status != "budget_exhausted"),
              len(rewards), max_turns, *tokens, cost, unpriced, f"intercode/{task_set}", digest, served))
-        self.db.executemany("INSERT INTO turns VALUES (?, ?, 'out', 'ls', 'obs', ?, 1)",
+        self.db.executemany("INSERT INTO turns (episode_id, idx, output, action, observation, reward, executed) "
+                            "VALUES (?, ?, 'out', 'ls', 'obs', ?, 1)",
                             [(cursor.lastrowid, i, r) for i, r in enumerate(rewards)])
         self.db.commit()
         return cursor.lastrowid
@@ -118,7 +119,7 @@ def test_cell_numbers(filled):
     assert single.cost_usd == pytest.approx(0.10) and single.unpriced_episodes == 0
     react = by_cell["gpt", "react", "fs1"]
     assert (react.episodes, react.successes, react.cost_usd, react.unpriced_episodes) == (2, 1, None, 2)
-    assert react.failures == {"model": 0, "task": 0, "infra": 1}
+    assert react.failures == {"model": 0, "task": 0, "infra": 1, "verifier": 0}
     llama = by_cell["llama", "single", "fs2"]
     assert (llama.total_tokens, llama.cost_usd, llama.unpriced_episodes) == (5000, 0.5, 1)
     assert llama.failures["model"] == 1

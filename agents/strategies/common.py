@@ -16,7 +16,7 @@ from pathlib import Path
 from string import Template
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from agents.base import AnswerStyle, EpisodeOutcome, Message, Model, Turn
+from agents.base import AnswerStyle, EpisodeOutcome, Message, Model, Strategy, Turn
 from agents.llm.errors import ModelError
 from agents.parsing import extract_action
 from environments.base import Environment
@@ -44,17 +44,19 @@ class FeedbackOptions:
 
 
 def prompt(name: str, kind: str, **fields: object) -> str:
-    """Template `name` for environment `kind` (`<name>_<kind>.txt` if there is one, else
-    `<name>.txt`), with $language, $setting and `fields` filled in."""
+    """Template `name` for environment `kind` (`<name>_<family>.txt` if there is one, else
+    `<name>.txt`; the family is the kind's `prompts`, by default its name), with $language,
+    $setting, $submit_argument, $submit_meaning and `fields` filled in."""
     spec = kind_spec(kind)
-    values = {"language": spec.language, "setting": spec.setting, **fields}
-    return _template(name, kind).substitute(values)
+    values = {"language": spec.language, "setting": spec.setting, "submit_argument": spec.submit_argument,
+              "submit_meaning": spec.submit_meaning, **fields}
+    return _template(name, spec.prompt_family).substitute(values)
 
 
 @functools.cache
-def _template(name: str, kind: str) -> Template:
+def _template(name: str, family: str) -> Template:
     """Read once per process: strategies ask for prompts every turn, inside the event loop."""
-    path = PROMPTS / f"{name}_{kind}.txt"
+    path = PROMPTS / f"{name}_{family}.txt"
     if not path.is_file():
         path = PROMPTS / f"{name}.txt"
     return Template(path.read_text())
@@ -135,7 +137,7 @@ async def scored_turn(env: Environment, output: str, action: str | None) -> Turn
     if action is None:
         return Turn(output, None, retry_message(env.kind), 0.0, False)
     reward, observation, executed = await harness_step(env, action)
-    return Turn(output, action, observation, reward, executed)
+    return Turn(output, action, observation, reward, executed, env.breakdown())
 
 
 def action_of(output: str, kind: str) -> str | None:
@@ -158,6 +160,19 @@ def failed(outcome: EpisodeOutcome, error: ModelError) -> EpisodeOutcome:
     an answer (EpisodeOutcome.success is False for both)."""
     outcome.status = "budget_exhausted" if error.kind == "budget" else "model_error"
     outcome.error = str(error)
+    return outcome
+
+
+async def play(strategy: Strategy, env: Environment, task: Task, model: Model, *, max_turns: int) -> EpisodeOutcome:
+    """Run `strategy`'s episode; for a kind scored only at `submit` (`submit_at_end`: Harbor's
+    verifier), an episode the strategy left unsubmitted (turns out, Single's one action) is
+    submitted here, as a last turn without a model answer."""
+    outcome = await strategy.run(env, task, model, max_turns=max_turns)
+    if kind_spec(env.kind).submit_at_end and not env.done and outcome.status not in ("model_error", "budget_exhausted"):
+        step = await env.step("submit")
+        outcome.turns.append(Turn("", "submit", step.observation, step.reward, True, env.breakdown()))
+        if step.reward == 1.0:
+            outcome.status = "solved"
     return outcome
 
 

@@ -41,4 +41,4 @@ async def paper_turn(env: Environment, output: str) -> tuple[Turn, str, bool]:
     if not is_code:
         return Turn(output, None, retry_message(env.kind), 0.0, False), action, False
     reward, observation, executed = await harness_step(env, action)
-    return Turn(output, action, observation, reward, executed), action, False
+    return Turn(output, action, observation, reward, executed, env.breakdown()), action, False

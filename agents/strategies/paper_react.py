@@ -59,7 +59,8 @@ class PaperReAct:
         spec = kind_spec(env.kind)
         argument, meaning = spec.submit_argument, spec.submit_meaning
         system = prompt("paper_react", env.kind, submit_argument=argument, submit_meaning=meaning)
-        outcome, dialogue = await begin(env, task, system, None, question=f"Question: {task.query}")
+        question = prompt("query", env.kind, query=task.query) if spec.prompts == "task" else f"Question: {task.query}"
+        outcome, dialogue = await begin(env, task, system, None, question=question)
         try:
             for number in range(1, max_turns + 1):
                 turn = await self._turn(env, task, model, dialogue, number, argument)
@@ -70,7 +71,7 @@ class PaperReAct:
         except ModelError as exc:
             return failed(outcome, exc)
         step = await env.step("submit")  # out of turns: the state is the answer
-        outcome.turns.append(Turn(FORCED, "submit", step.observation, step.reward, True))
+        outcome.turns.append(Turn(FORCED, "submit", step.observation, step.reward, True, env.breakdown()))
         return finish(outcome, ran_out=True)
 
     async def _turn(self, env: Environment, task: Task, model: Model, dialogue: Dialogue, number: int,
@@ -86,4 +87,4 @@ class PaperReAct:
             return Turn(output, None, prompt("paper_react_no_code", env.kind).strip(), 0.0, False)
         step = await env.step(action)
         observation = paper_clip(env, step.observation, OBSERVATION_CHARS, OBSERVATION_ROWS)
-        return Turn(output, action, observation, step.reward, bool(step.info.get(ACTION_EXECUTED)))
+        return Turn(output, action, observation, step.reward, bool(step.info.get(ACTION_EXECUTED)), env.breakdown())

@@ -86,7 +86,7 @@ class PlanSolve:
     async def _turn(self, env: Environment, task: Task, model: Model, dialogue: Dialogue,
                     outcome: EpisodeOutcome) -> bool:
         """One step's action, run and scored; True when it solved the task."""
-        output = await ask(model, dialogue, task, len(outcome.turns) + 1)
+        output = await ask(model, dialogue, task, len(outcome.turns))  # the plan is no turn: the first step is turn 0
         turn = await scored_turn(env, output, action_of(output, env.kind))
         outcome.turns.append(turn)
         return turn.reward == 1.0

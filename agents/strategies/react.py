@@ -53,7 +53,7 @@ class ReAct:
                 return finish(outcome, ran_out=False)
             dialogue.add("user", self._feedback(env.kind, turn))
         step = await env.step("submit")  # out of turns: what is there is the answer
-        outcome.turns.append(Turn("", "submit", step.observation, step.reward, True))
+        outcome.turns.append(Turn("", "submit", step.observation, step.reward, True, env.breakdown()))
         return finish(outcome, ran_out=True)
 
     async def _turn(self, env: Environment, output: str, argument: str) -> Turn:
@@ -61,7 +61,7 @@ class ReAct:
         if action is None:
             return Turn(output, None, prompt("react_no_action", env.kind, submit_argument=argument), 0.0, False)
         step = await env.step(action)
-        return Turn(output, action, step.observation, step.reward, bool(step.info.get(ACTION_EXECUTED)))
+        return Turn(output, action, step.observation, step.reward, bool(step.info.get(ACTION_EXECUTED)), env.breakdown())
 
     def _feedback(self, kind: str, turn: Turn) -> str:
         if turn.action is None:

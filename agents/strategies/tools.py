@@ -55,7 +55,7 @@ SYSTEM = Template(
     "You work with a $setting through the `$tool` tool: each call runs $language code and gives back what it "
     "printed$reward_note.\n"
     "Use as many calls as you need: first look around (what is there, how it is laid out), then run the code that "
-    "answers the question.\n"
+    "answers the question or does the task.\n"
     "When you are done, call `submit`: $submit_meaning.\n"
     "Do not ask questions and do not invent outputs.")
 REWARD_NOTE = ", with a reward between 0 and 1 that says how close you are (1 means solved)"

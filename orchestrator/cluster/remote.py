@@ -50,7 +50,9 @@ class RemoteEnvironment:
         self.task: Task | None = None
         self.done = False
         self.hosts: list[str] = []  # the host that served each call, in order
+        self.failure: Exception | None = None  # why the episode could not be scored (environments.base)
         self._rows: list[Any] | None = None
+        self._breakdown: dict[str, Any] | None = None
         self._resetting: asyncio.Future[str] | None = None
 
     async def __aenter__(self) -> RemoteEnvironment:
@@ -102,6 +104,9 @@ class RemoteEnvironment:
     def observation_rows(self) -> list[Any] | None:
         return self._rows
 
+    def breakdown(self) -> dict[str, Any] | None:
+        return self._breakdown
+
     async def close(self) -> None:
         resetting, self._resetting = self._resetting, None
         if resetting is not None:
@@ -131,6 +136,7 @@ class RemoteEnvironment:
             raise HostLost(f"the host agent of {self.host or 'this environment'} is gone during {method}: "
                            f"{type(exc).__name__}") from exc
         self.env_id, self.done, self._rows = reply.env_id, reply.done, reply.rows
+        self._breakdown, self.failure = reply.breakdown, reply.failure
         self.hosts.append(reply.host)
         return reply.value
 

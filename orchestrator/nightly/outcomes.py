@@ -34,11 +34,11 @@ class TaskOutcome:
 
 
 def from_episodes(episodes: Iterable[Episode]) -> list[TaskOutcome]:
-    """The outcomes of the episodes, leaving out those cut short by the budget: they measure neither
-    model nor harness, so a comparison leaves their pair out (counted as unpaired), flaky tasks and
-    the nightly's cell metrics skip them, and the history does not keep them."""
+    """The outcomes of the episodes, leaving out those cut short by the budget or unscored by their
+    verifier: they measure neither model nor harness, so a comparison leaves their pair out (counted
+    as unpaired), flaky tasks and the nightly's cell metrics skip them, and the history does not keep them."""
     return [TaskOutcome(e.model, e.strategy, e.task_set, e.task_id, e.epoch, e.success, e.reward,
-                    e.failure_class == "infra") for e in episodes if not e.cut_by_budget]
+                    e.failure_class == "infra") for e in episodes if not e.unscored]
 
 
 def by_cell(outcomes: Iterable[TaskOutcome]) -> dict[Cell, dict[tuple[str, int], TaskOutcome]]:

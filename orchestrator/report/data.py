@@ -60,6 +60,12 @@ class Episode:
         """Stopped by the sweep's spent budget: incomplete, not a failure; a resume runs it again."""
         return self.status == "budget_exhausted"
 
+    @property
+    def unscored(self) -> bool:
+        """Its reward is unknown, never the model's 0: cut by the budget, or its task's verifier gave
+        no reward (a Harbor task's tests timed out, could not start, wrote no reward)."""
+        return self.cut_by_budget or self.failure_class == "verifier"
+
 
 @dataclass(frozen=True)
 class Results:

@@ -5,7 +5,8 @@ Infra failures count as episodes (they are in the denominator) and are counted s
 reader sees how much of a rate is the harness's fault rather than the model's. Episodes cut short
 by the budget are incomplete, not failures: they are in no rate, mean, failure count or curve, only
 counted apart (`cut`) and in the totals of tokens and cost (their calls were made and paid for);
-a resume with a larger budget runs them again.
+a resume with a larger budget runs them again. Episodes whose task's verifier gave no reward are
+left out of rates and means the same way, and counted as the `verifier` failures.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from orchestrator.report.data import Episode
 from orchestrator.report.stats import mean, wilson_interval
 
-FAILURE_CLASSES = ("model", "task", "infra")
+FAILURE_CLASSES = ("model", "task", "infra", "verifier")
 Cell = tuple[str, str, str]  # (model, strategy, task_set)
 
 
@@ -55,8 +56,9 @@ def group_by_cell(episodes: Iterable[Episode]) -> dict[Cell, list[Episode]]:
 
 
 def complete(episodes: Iterable[Episode]) -> list[Episode]:
-    """The episodes that ran to their end: those cut short by the budget left out."""
-    return [e for e in episodes if not e.cut_by_budget]
+    """The episodes that ran to their end and were scored: those cut short by the budget, and
+    those whose verifier gave no reward, left out."""
+    return [e for e in episodes if not e.unscored]
 
 
 def summarize(cell: Cell, episodes: list[Episode]) -> CellSummary:
@@ -65,9 +67,10 @@ def summarize(cell: Cell, episodes: list[Episode]) -> CellSummary:
     successes = sum(e.success for e in done)
     low, high = wilson_interval(successes, len(done))
     priced = [e.cost_usd for e in episodes if e.cost_usd is not None]
-    failures = {name: sum(e.failure_class == name for e in done) for name in FAILURE_CLASSES}
+    failures = {name: sum(e.failure_class == name for e in (episodes if name == "verifier" else done))
+                for name in FAILURE_CLASSES}
     return CellSummary(
-        *cell, episodes=len(done), cut=len(episodes) - len(done), successes=successes, ci_low=low, ci_high=high,
+        *cell, episodes=len(done), cut=sum(e.cut_by_budget for e in episodes), successes=successes, ci_low=low, ci_high=high,
         mean_reward=mean([e.reward for e in done]), mean_turns=mean([e.n_turns for e in done]),
         total_tokens=sum(e.prompt_tokens + e.completion_tokens for e in episodes),
         mean_tokens=mean([e.prompt_tokens + e.completion_tokens for e in done]),

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from environments.kind import kind_spec
+from foundation.errors import ConfigError
 from orchestrator.store.reader import read_only
 from tasks import DATASETS
 
@@ -53,13 +54,22 @@ def _episodes(db: sqlite3.Connection) -> dict[tuple[str, str, str, int], list[di
     return groups
 
 
+def _export_name(env: str) -> str:
+    """The original's name of the kind; `ic_<kind>` for a kind this process doesn't know (an
+    environment of your own, which only the sweep that ran it registered)."""
+    try:
+        return kind_spec(env).export_name
+    except ConfigError:
+        return f"ic_{env}"
+
+
 def _episode(env: str, dataset: str, index: int, query: str, max_turns: int,
              turns: list[tuple[Any, ...]]) -> dict[str, Any]:
     rewards = [float(t[3]) for t in turns]
     best = max(rewards, default=0.0)
     info = DATASETS.get(dataset)
     return {
-        "environment": kind_spec(env).export_name,
+        "environment": _export_name(env),
         "dataset": f"./data/{info.path}" if info and not info.starter else f"starter/{info.path if info else dataset}",
         "task_id": index,
         "query": query,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 
 class EpisodeKey(NamedTuple):
@@ -23,6 +23,7 @@ class TurnRecord:
     observation: str
     reward: float
     executed: bool
+    breakdown: dict[str, Any] | None = None  # the reward's parts, where the kind gives them
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +50,7 @@ class EpisodeRecord:
     started_at: float
     finished_at: float = 0.0
     status: str = "max_turns"
-    failure_class: str | None = None  # None | "model" | "task" | "infra"
+    failure_class: str | None = None  # None | "model" | "task" | "infra" | "verifier"
     error: str | None = None
     attempts: int = 1
     image_digest: str | None = None
@@ -63,7 +64,7 @@ class EpisodeRecord:
 
     @property
     def success(self) -> bool:
-        return self.status != "budget_exhausted" and self.failure_class not in ("task", "infra") and self.reward == 1.0
+        return self.status != "budget_exhausted" and self.failure_class not in ("task", "infra", "verifier") and self.reward == 1.0
 
     @property
     def served_model(self) -> str | None:

@@ -47,8 +47,9 @@ CREATE TABLE IF NOT EXISTS episodes (
     query             TEXT NOT NULL,
     gold              TEXT NOT NULL,
     status            TEXT NOT NULL,      -- solved | submitted | max_turns | model_error |
-                                          -- budget_exhausted | timeout | task_error | infra_error
-    failure_class     TEXT,               -- NULL | model | task | infra
+                                          -- budget_exhausted | timeout | task_error | infra_error |
+                                          -- verifier_error (a Harbor verifier gave no reward)
+    failure_class     TEXT,               -- NULL | model | task | infra | verifier
     error             TEXT,               -- one line, when the episode failed
     reward            REAL NOT NULL,      -- best reward over the turns (0 when none)
     success           INTEGER NOT NULL,   -- 1 when reward == 1 and not budget_exhausted
@@ -77,6 +78,8 @@ CREATE TABLE IF NOT EXISTS turns (
     observation TEXT NOT NULL,
     reward      REAL NOT NULL,
     executed    INTEGER NOT NULL,
+    breakdown   TEXT,                     -- JSON: the parts of the reward this turn computed, where the
+                                          -- kind gives them (Harbor's reward.json, a reward of your own)
     PRIMARY KEY (episode_id, idx)
 );
 

@@ -29,7 +29,7 @@ SCHEMA = Path(__file__).with_name("schema.sql")
 SCHEMA_VERSION = "1"
 # Columns added since stores were first made: added to older stores when opened (the same schema
 # version: readers of the older columns ignore them).
-NEW_COLUMNS = {"episodes": [("host", "TEXT")],
+NEW_COLUMNS = {"episodes": [("host", "TEXT")], "turns": [("breakdown", "TEXT")],
                "runs": [("spent_usd", "REAL NOT NULL DEFAULT 0"), ("spent_tokens", "INTEGER NOT NULL DEFAULT 0")]}
 T = TypeVar("T")
 
@@ -184,8 +184,10 @@ class Store:
                  sum(1 for c in r.calls if c.cost_usd is None), r.attempts, r.image, r.image_digest,
                  r.host, r.served_model, r.started_at, r.finished_at))
             episode_id = cursor.lastrowid
-            db.executemany("INSERT INTO turns VALUES (?, ?, ?, ?, ?, ?, ?)", [
-                (episode_id, i, t.output, t.action, t.observation, t.reward, int(t.executed))
+            db.executemany("INSERT INTO turns (episode_id, idx, output, action, observation, reward, executed, "
+                           "breakdown) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [
+                (episode_id, i, t.output, t.action, t.observation, t.reward, int(t.executed),
+                 json.dumps(t.breakdown) if t.breakdown else None)
                 for i, t in enumerate(r.turns)])
             db.executemany("INSERT INTO llm_calls VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", [
                 (episode_id, i, c.model, c.served_model, c.prompt_tokens, c.completion_tokens, c.latency_s,

@@ -29,8 +29,10 @@ import aiohttp
 import structlog
 
 from agents.base import EpisodeOutcome, get_strategy
+from agents.strategies.common import play
 from environments import make_environment
-from environments.base import TaskUnavailable
+from environments.base import ScoringFailed, TaskUnavailable
+from environments.kind import kind_spec
 from environments.runtime import Runtime
 from foundation.errors import SandboxError, UserError
 from orchestrator.store import EpisodeRecord, LLMCall, TurnRecord
@@ -118,7 +120,7 @@ class EpisodeRunner:
                     log.info("episode_rerun_after_engine_outage", task=episode.task.id, model=episode.model,
                              error=_line(exc))
                 elif isinstance(exc, EpisodeTimedOut):
-                    return self._failed(record, "timeout", "task", f"the episode took longer than {self.timeout:g} s")
+                    return self._failed(record, "timeout", "task", f"the episode took longer than {exc.args[0]:g} s")
                 elif counted >= self.retries:
                     return self._failed(record, "infra_error", "infra", exc)
                 else:
@@ -140,24 +142,34 @@ class EpisodeRunner:
     def _record(self, episode: PlannedEpisode, attempt: int) -> EpisodeRecord:
         task = episode.task
         return EpisodeRecord(key=episode.key, env=task.env, dataset=task.dataset, task_index=task.index,
-                             query=task.query, gold=task.gold_text, image=task.image, max_turns=self.max_turns,
+                             query=task.query, gold=task.gold_text, image=task.image, max_turns=self.turns(task),
                              started_at=time.time(), attempts=attempt)
+
+    def turns(self, task: Task) -> int:
+        """The task's turn budget: its kind's own (a manifest's max_turns), else the sweep's."""
+        return kind_spec(task.env).max_turns or self.max_turns
+
+    def time_limit(self, task: Task) -> float:
+        """Seconds the task's episode may take: its own (a Harbor task's timeouts), else the sweep's."""
+        return kind_spec(task.env).time_limit(task) or self.timeout
 
     async def _play(self, episode: PlannedEpisode, record: EpisodeRecord, avoid: frozenset[str]) -> None:
         calls: list[LLMCall] = record.calls
         model = self.models.for_episode(episode.model, calls)
         strategy = get_strategy(episode.strategy)
-        deadline = asyncio.timeout(self.timeout)
+        limit = self.time_limit(episode.task)
+        deadline = asyncio.timeout(limit)
         try:
             async with deadline:
                 async with self.site.environment(episode.task, avoid) as placed:
                     record.host, record.image_digest = placed.host, placed.image_digest
-                    outcome = await strategy.run(placed.env, episode.task, model, max_turns=self.max_turns)
+                    outcome = await play(strategy, placed.env, episode.task, model, max_turns=record.max_turns)
+                    failure = placed.env.failure
         except TimeoutError:
             if deadline.expired():
-                raise EpisodeTimedOut() from None
+                raise EpisodeTimedOut(limit) from None
             raise
-        _fill(record, outcome)
+        _fill(record, outcome, failure)
 
     @staticmethod
     def _failed(record: EpisodeRecord, status: str, failure_class: str, error: BaseException | str) -> EpisodeRecord:
@@ -167,11 +179,16 @@ class EpisodeRunner:
         return record
 
 
-def _fill(record: EpisodeRecord, outcome: EpisodeOutcome) -> None:
-    record.turns = [TurnRecord(t.output, t.action, t.observation, t.reward, t.executed) for t in outcome.turns]
+def _fill(record: EpisodeRecord, outcome: EpisodeOutcome, failure: ScoringFailed | None = None) -> None:
+    """The outcome into the record; an episode its environment could not score is stored as that
+    failure (a verifier or reward error), its turns kept."""
+    record.turns = [TurnRecord(t.output, t.action, t.observation, t.reward, t.executed, t.breakdown)
+                    for t in outcome.turns]
     record.status = outcome.status
     if outcome.status in ("model_error", "budget_exhausted"):
         record.failure_class, record.error = "model", outcome.error
+    elif failure is not None:
+        record.status, record.failure_class, record.error = failure.status, failure.failure_class, _line(failure)
     record.finished_at = time.time()
 
 

@@ -17,8 +17,8 @@ from orchestrator.store.records import LLMCall, TurnRecord
 
 PAGE_SIZE = 50
 STATUSES = ("solved", "submitted", "max_turns", "model_error", "budget_exhausted", "timeout", "task_error",
-            "infra_error")
-FAILURE_CLASSES = ("none", "any", "model", "task", "infra")
+            "infra_error", "verifier_error")
+FAILURE_CLASSES = ("none", "any", "model", "task", "infra", "verifier")
 SORTS = {  # name -> ORDER BY; id last so every order is total and pages never overlap
     "newest": "e.id DESC",
     "oldest": "e.id",
