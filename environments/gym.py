@@ -25,6 +25,7 @@ import gymnasium
 from environments import make_environment
 from environments.kind import BUILTIN, kind_spec
 from environments.runtime import Runtime
+from foundation.pool import ImagePoolConfig
 from foundation.errors import ConfigError
 from tasks import Task, load_tasks
 
@@ -39,9 +40,14 @@ class IntercodeGymEnv(gymnasium.Env):
     metadata = {"render_modes": []}
 
     def __init__(self, kind: str, dataset: str | None = None, data_dir: str | Path | None = None,
-                 reward_mode: str = "original") -> None:
+                 reward_mode: str = "original", *, tasks: list[Task] | None = None,
+                 pools: dict[str, ImagePoolConfig] | None = None) -> None:
+        """`tasks` instead of a dataset's (tasks of your own: orchestrator/task_gym.py), with `pools`,
+        their images' pool settings."""
         self.kind = kind
-        self.tasks: list[Task] = load_tasks(dataset or _default_dataset(kind), Path(data_dir) if data_dir else None)
+        self.tasks: list[Task] = tasks if tasks is not None else load_tasks(
+            dataset or _default_dataset(kind), Path(data_dir) if data_dir else None)
+        self.pools = pools
         self.observation_space = self.action_space = TEXT
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name=f"intercode-{kind}", daemon=True)
@@ -58,7 +64,8 @@ class IntercodeGymEnv(gymnasium.Env):
         """The environment the episodes run in, and what it needs, entered on `stack` (closed by
         `close`). Here a runtime on this machine's engine; orchestrator/cluster/gym.py opens one
         on a host of a Ray cluster instead."""
-        runtime = await stack.enter_async_context(Runtime.open(data_dir=data_dir, reward_mode=reward_mode))  # type: ignore[arg-type]
+        opened = Runtime.open(data_dir=data_dir, reward_mode=reward_mode, images=self.pools)  # type: ignore[arg-type]
+        runtime = await stack.enter_async_context(opened)
         return await stack.enter_async_context(make_environment(self.kind, runtime))
 
     def _call(self, coro: Coroutine[Any, Any, T]) -> T:
@@ -99,6 +106,6 @@ def _default_dataset(kind: str) -> str:
     return spec.starter
 
 
-for _kind in BUILTIN:
+for _kind in (kind for kind in BUILTIN if kind_spec(kind).datasets):  # Harbor's tasks: orchestrator/task_gym.py
     gymnasium.register(id=f"intercode-{_kind}-v0", entry_point=IntercodeGymEnv, kwargs={"kind": _kind},
                        disable_env_checker=True)

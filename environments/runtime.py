@@ -31,12 +31,14 @@ log = structlog.get_logger(__name__)
 SERVICE_CLOSE_TIMEOUT = 10.0  # seconds for closing a service whose container died with the engine
 RewardMode = Literal["original", "strict"]
 
-# Images whose containers serve many episodes at once and need the host to reach them.
-SERVICE_IMAGES = {"intercode/sql", "intercode/sql-starter"}
+def is_service(image: str) -> bool:
+    """Whether the image's one container serves many episodes at once and the host must reach it:
+    the SQL images (ours, and those loaded from your dumps: intercode/sql-*)."""
+    return image == "intercode/sql" or image.startswith("intercode/sql-")
 
 
 def default_pool_config(image: str) -> ImagePoolConfig:
-    if image in SERVICE_IMAGES:  # a database server: reachable from the host, reset by its own means
+    if is_service(image):  # a database server: reachable from the host, reset by its own means
         return ImagePoolConfig(min_idle=0, max_size=1, reset=False, check_changes=False,
                                hardening=Hardening(network=True, memory_mb=2048, cpus=2.0, pids=2048))  # a thread per connection
     return ImagePoolConfig(min_idle=0, max_size=16)

@@ -32,6 +32,7 @@ COMMAND_MODULES = (
     "orchestrator.nightly.cli",
     "orchestrator.view.cli",
     "orchestrator.cluster.cli",
+    "orchestrator.tasks_cli",
 )
 
 

@@ -22,6 +22,7 @@ import ray
 import structlog
 
 from environments import make_environment
+from environments.own import own_kind
 from environments.runtime import Runtime
 from environments.sql_server import sql_server
 from foundation import logs
@@ -29,6 +30,7 @@ from foundation.engine import engine, engine_host
 from foundation.errors import SandboxError
 from foundation.pool.ownership import reap_orphans
 from foundation.settings import cache_dir
+from tasks.own import read_environment
 from orchestrator.cluster.channel import ChannelAddress, ChannelServer
 from orchestrator.cluster.images import ImageLoader, image_facts
 
@@ -55,6 +57,8 @@ class Reply:
     rows: list[Any] | None
     host: str
     env_id: int
+    breakdown: dict[str, Any] | None = None  # the environment's state the strategies read without a call
+    failure: Exception | None = None
 
 
 def agent_name(resource: str) -> str:
@@ -72,6 +76,7 @@ class AgentSettings:
     pools: dict[str, Any] | None = None  # image -> ImagePoolConfig
     engine_wait: float | None = None
     node_gold_cache: bool = False  # keep gold results in the node's own cache dir (a sweep's agents do)
+    environments: tuple[str, ...] = ()  # directories of environments of your own, registered as kinds here too
 
 
 @ray.remote(num_cpus=0)
@@ -106,6 +111,8 @@ class HostAgent:
         if self.runtime is None:
             self.reaped = await reap_orphans(await self._engine())
             settings = self.settings
+            for directory in settings.environments:  # a kind of your own is known on every host
+                own_kind(read_environment(Path(directory)))
             opened = Runtime.open(data_dir=Path(settings.data_dir) if settings.data_dir else None,
                                   reward_mode=settings.reward_mode, images=settings.pools, run_id=settings.run_id,
                                   gold_dir=cache_dir() / "gold" if settings.node_gold_cache else None,
@@ -244,7 +251,7 @@ class HostAgent:
 
     def _reply(self, env_id: int, value: Any) -> Reply:
         env = self.envs[env_id]
-        return Reply(value, env.done, env.observation_rows(), self.host, env_id)
+        return Reply(value, env.done, env.observation_rows(), self.host, env_id, env.breakdown(), env.failure)
 
 
 def spawn(resource: str, data_dir: Path | None = None, run_id: str | None = None, *, name: str | None = None,

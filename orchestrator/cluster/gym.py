@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import gymnasium
 
 from environments.gym import IntercodeGymEnv
-from environments.kind import BUILTIN
+from environments.kind import BUILTIN, kind_spec
 from foundation.errors import ConfigError
 from orchestrator.cluster.trainer import open_environment
 
@@ -44,6 +44,6 @@ class ClusterGymEnv(IntercodeGymEnv):
         return await stack.enter_async_context(opened)
 
 
-for _kind in BUILTIN:
+for _kind in (kind for kind in BUILTIN if kind_spec(kind).datasets):
     gymnasium.register(id=f"intercode-cluster-{_kind}-v0", entry_point=ClusterGymEnv, kwargs={"kind": _kind},
                        disable_env_checker=True)

@@ -19,6 +19,7 @@ from typing import Any
 import aiodocker
 
 from foundation.engine import engine
+from foundation.errors import ImageError
 from orchestrator.images.base import ensure_base
 from orchestrator.images.context import Entry, collect, describe, inputs_hash, write_tar
 from orchestrator.images.engine_build import (
@@ -97,8 +98,12 @@ async def _build_one(docker: aiodocker.Docker, spec: ImageSpec, entries: list[En
     context = await asyncio.to_thread(write_tar, entries)
     try:
         image_id = await run_build(docker, spec.name, context, tag=spec.tag, buildargs=spec.buildargs,
-                                   labels={HASH_LABEL: digest, NAME_LABEL: spec.name},
-                                   nocache=force, progress=progress)
+                                   labels={HASH_LABEL: digest, NAME_LABEL: spec.name}, nocache=force,
+                                   progress=progress, dockerfile=spec.dockerfile_in_context, timeout=spec.timeout)
+    except ImageError as exc:
+        if spec.context_dir is None:
+            raise
+        raise ImageError(f"{spec.dockerfile_path}: {exc}") from exc  # a Dockerfile of yours: name it
     finally:
         context.close()
     seconds = time.monotonic() - start

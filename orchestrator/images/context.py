@@ -13,11 +13,12 @@ import hashlib
 import io
 import json
 import os
+import re
 import stat
 import tarfile
 import tempfile
 import zipfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -43,7 +44,10 @@ class Entry:
 
 
 def collect(spec: ImageSpec, data_dir: Path) -> list[Entry]:
-    """Every entry of the spec's context, sorted; raises DataDirError for missing data."""
+    """Every entry of the spec's context, sorted; raises DataDirError for missing data. A user's
+    directory (`context_dir`) is the whole context, less what its .dockerignore leaves out."""
+    if spec.context_dir is not None:
+        return sorted(_user_context(spec.context_dir), key=lambda e: e.arcname)
     entries = [_entry("Dockerfile", _project_file(spec.dockerfile)),
                Entry(DRIVER_ARCNAME, None, "file", 0o644, driver_zipapp(DRIVER)), Entry("data", None, "dir", 0o755)]
     entries += [_entry(rel, _project_file(rel)) for rel in spec.files]
@@ -161,6 +165,63 @@ def _walk(arcname: str, path: Path, exclude: set[str]) -> list[Entry]:
         if child.name not in exclude:
             found += _walk(f"{arcname}/{child.name}", child, exclude)
     return found
+
+
+def _user_context(root: Path) -> list[Entry]:
+    if not root.is_dir():
+        raise ImageError(f"{root} is not a directory: it is the build context of an image")
+    ignored = dockerignore(root)
+    found: list[Entry] = []
+    for child in sorted(root.iterdir()):
+        found += [e for e in _walk(child.name, child, set()) if not ignored(e.arcname)]
+    return found
+
+
+def dockerignore(root: Path) -> Callable[[str], bool]:
+    """Whether a context path is left out by `root/.dockerignore` (Docker's rules: patterns with
+    `*`, `?` and `**`, a directory's pattern covering what is under it, the last match winning, `!`
+    taking a path back). The Dockerfile and .dockerignore themselves always go in."""
+    path = root / ".dockerignore"
+    rules: list[tuple[re.Pattern[str], bool]] = []
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            line = line.strip()
+            if line and not line.startswith("#"):
+                keep = line.startswith("!")
+                pattern = os.path.normpath(line.lstrip("!").strip().strip("/")) or "."
+                rules.append((re.compile(_glob(pattern) + r"(/.*)?"), keep))
+
+    def ignored(arcname: str) -> bool:
+        if arcname in ("Dockerfile", ".dockerignore"):
+            return False
+        verdict = False
+        for pattern, keep in rules:
+            if pattern.fullmatch(arcname):
+                verdict = not keep
+        return verdict
+
+    return ignored
+
+
+def _glob(pattern: str) -> str:
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):  # any directories, or none
+            out.append("(.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return "".join(out)
 
 
 def describe(entries: list[Entry]) -> str:

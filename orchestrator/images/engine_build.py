@@ -7,6 +7,7 @@ passing the last lines of the step's output to the progress callback so the caus
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -47,15 +48,21 @@ async def find_image(docker: aiodocker.Docker, ref: str) -> dict[str, Any] | Non
 
 async def run_build(docker: aiodocker.Docker, image: str, context: IO[bytes], *, tag: str,
                     labels: Mapping[str, str], buildargs: Mapping[str, str] | None = None,
-                    nocache: bool = False, progress: Progress = no_progress) -> str:
-    """Build `context` (an uncompressed tar) as `tag`; returns the new image ID."""
+                    nocache: bool = False, progress: Progress = no_progress, dockerfile: str = "Dockerfile",
+                    timeout: float | None = None) -> str:
+    """Build `context` (an uncompressed tar) as `tag`; returns the new image ID. `timeout`: seconds
+    the build may take (ImageError past it)."""
     watcher = _Watcher(image, progress)
     try:
-        stream = docker.images.build(fileobj=context, encoding="identity", tag=tag, labels=dict(labels),
-                                     buildargs=dict(buildargs or {}), nocache=nocache, rm=True,
-                                     forcerm=True, stream=True)
-        async for item in stream:
-            watcher.feed(item)
+        async with asyncio.timeout(timeout):
+            stream = docker.images.build(fileobj=context, encoding="identity", tag=tag, labels=dict(labels),
+                                         buildargs=dict(buildargs or {}), nocache=nocache, rm=True,
+                                         forcerm=True, stream=True, path_dockerfile=dockerfile)
+            async for item in stream:
+                watcher.feed(item)
+    except TimeoutError:
+        raise ImageError(f"building {image} took longer than {timeout:g} s"
+                         f"{' at ' + _shorten(watcher.step, 100) if watcher.step else ''}") from None
     except aiodocker.DockerError as exc:
         raise watcher.failure(exc.message) from exc
     except aiohttp.ClientError as exc:

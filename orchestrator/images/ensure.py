@@ -10,6 +10,7 @@ import structlog
 from foundation.errors import ImageError
 from foundation.settings import DEFAULT_DATA_DIR
 from orchestrator.images.build import build_images, image_status
+from orchestrator.images.engine_build import Line
 from orchestrator.images.specs import BY_NAME
 
 log = structlog.get_logger(__name__)
@@ -26,4 +27,14 @@ async def ensure_images(images: list[str], data_dir: Path | None) -> None:
     stale = [s.name for s in await image_status(names, directory) if str(s.state) != "present"]
     if stale:
         log.warning("building_images", images=stale)
-        await build_images(stale, directory)
+        await build_images(stale, directory, progress=_progress)
+
+
+def _progress(line: Line) -> None:
+    """Each image's start and end on the console (warnings go there), every step in the log."""
+    if line.detail:
+        return
+    if line.text.startswith(("building ", "built ")):
+        log.warning("image", image=line.image, status=line.text)
+    else:
+        log.info("image", image=line.image, status=line.text)

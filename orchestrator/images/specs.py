@@ -5,6 +5,11 @@ the Dockerfile at their root, the in-container driver under `driver/`, the liste
 under their path relative to `images/`, and the listed data files under `data/` (the `data/`
 directory is always present, possibly empty). Data paths are relative to the data directory and
 listed one by one on purpose: what goes into an image should be readable here.
+
+Tasks of your own bring their images (orchestrator/tasksets.py registers them with `register`):
+the user's Dockerfile with its directory as the whole build context (`context_dir`), then our
+layer over it (`own_layer`): the driver and the pristine snapshot, which their Dockerfile never
+mentions.
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ class ImageSpec:
     buildargs: Mapping[str, str] = field(default_factory=_frozen)
     parent: str | None = None  # the spec this image is FROM; None means BASE_IMAGE
     workdir: str = "/"  # must match the Dockerfile's WORKDIR; agents start here
+    context_dir: Path | None = None  # a user's directory, the whole context (`dockerfile` relative to it)
+    timeout: float | None = None  # seconds the build may take (a user's task says; ours: no limit)
 
     @property
     def tag(self) -> str:
@@ -44,7 +51,12 @@ class ImageSpec:
 
     @property
     def dockerfile_path(self) -> Path:
-        return IMAGES_DIR / self.dockerfile
+        return (self.context_dir or IMAGES_DIR) / self.dockerfile
+
+    @property
+    def dockerfile_in_context(self) -> str:
+        """Where the Dockerfile is in the build context."""
+        return self.dockerfile if self.context_dir is not None else "Dockerfile"
 
 
 COMMIT_ROOT = "common/commit-root.sh"
@@ -71,11 +83,28 @@ SPECS: tuple[ImageSpec, ...] = (
     ImageSpec("sql-starter", "sql/Dockerfile", files=("sql/intercode.cnf", "sql/load-data.sh", "sql-starter/starter.sql"),
               buildargs=_frozen({"DUMPS": "sql-starter/"})),
 )
-BY_NAME: Mapping[str, ImageSpec] = MappingProxyType({spec.name: spec for spec in SPECS})
+_REGISTERED: dict[str, ImageSpec] = {spec.name: spec for spec in SPECS}
+BY_NAME: Mapping[str, ImageSpec] = MappingProxyType(_REGISTERED)  # ours, then those registered since
+OWN_LAYER = "own/Dockerfile"
+
+
+def register(spec: ImageSpec) -> ImageSpec:
+    """Make an image of tasks of your own known by name (again: the latest wins)."""
+    _REGISTERED[spec.name] = spec
+    return spec
+
+
+def own_layer(name: str, parent: ImageSpec, *, commit_root: bool = False) -> ImageSpec:
+    """Our layer over the image `parent` builds: the driver (and python3 and bash for it, when the
+    image lacks them), with `commit_root` the root committed to git (the Bash reward diffs with it),
+    and the snapshot the reset restores from."""
+    return ImageSpec(name, OWN_LAYER, files=("own/prepare.sh", COMMIT_ROOT), parent=parent.name,
+                     buildargs=_frozen({"BASE": parent.tag, "COMMIT_ROOT": "1" if commit_root else "0"}),
+                     timeout=parent.timeout)
 
 
 def get(name: str) -> ImageSpec:
-    """The spec for a name; `intercode/<name>[:latest]` is accepted too."""
+    """The spec for a name (ours, or one registered); `intercode/<name>[:latest]` is accepted too."""
     short = name.removeprefix(f"{REPOSITORY}/").removesuffix(":latest")
     try:
         return BY_NAME[short]

@@ -33,11 +33,13 @@ class GateResult:
 
 def gate_config(config: SweepConfig, outdir: Path) -> SweepConfig:
     """The sweep's task sets, run once by the gold ("oracle", single turn, strict scoring)."""
-    return SweepConfig(
+    gate = SweepConfig(
         name=f"{config.name}-oracle-gate", output=outdir, models=[ModelConfig(name="oracle")],
         strategies=["single"], tasks=config.tasks, epochs=1, max_turns=1, concurrency=config.concurrency,
         episode_timeout=config.episode_timeout, infra_retries=config.infra_retries, reward_mode="strict",
         data_dir=config.data_dir, pools=config.pools)
+    gate._base_dir = config.base_dir  # the tasks' relative paths start where the sweep file is
+    return gate
 
 
 async def run_gate(config: SweepConfig, night_dir: Path, *, data_dir: Path | None,

@@ -36,7 +36,7 @@ def add_parser(subparsers: Any) -> None:
 
 def data_dir_for(config: SweepConfig, flag: str | None) -> Path | None:
     """The data directory, required only when a task set is not one of the project's starter sets."""
-    needs_data = any(not DATASETS[t.dataset].starter for t in config.tasks)
+    needs_data = any(t.dataset is not None and not DATASETS[t.dataset].starter for t in config.tasks)
     chosen = flag or config.data_dir
     if not needs_data and chosen is None:
         return None

@@ -29,6 +29,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
     field_validator,
     model_validator,
@@ -37,7 +38,7 @@ from pydantic import (
 from agents.base import STRATEGIES
 from agents.llm import ModelLimits
 from foundation.errors import ConfigError
-from tasks import DATASETS
+from orchestrator.tasksets import TaskSetConfig
 
 _STRICT = ConfigDict(extra="forbid")
 
@@ -77,41 +78,6 @@ class ModelConfig(BaseModel):
             raise ValueError("a local model is served over the OpenAI or the Anthropic API: name it openai/<anything> "
                              f"or anthropic/<anything>, not {self.name!r}")
         return self
-
-
-class TaskSetConfig(BaseModel):
-    """Tasks of one dataset: all of them, or a filter, then a seeded sample or the first `limit`."""
-
-    model_config = _STRICT
-
-    dataset: str = Field(description="a dataset name, e.g. nl2bash-fs1, spider, mbpp, ctf, starter-bash")
-    name: str | None = Field(None, description="how results call this set; default: the dataset")
-    filter: str | None = Field(None, description="regular expression; keep tasks whose query matches")
-    indices: list[int] | None = Field(None, description="keep only these task indices")
-    sample: int | None = Field(None, ge=1, description="a seeded random sample of this many tasks")
-    seed: int = Field(0, description="seed of the sample")
-    limit: int | None = Field(None, ge=1, description="keep the first this many tasks")
-
-    @field_validator("dataset")
-    @classmethod
-    def _known_dataset(cls, value: str) -> str:
-        if value not in DATASETS:
-            raise ValueError(f"unknown dataset {value!r}; allowed: {', '.join(DATASETS)}")
-        return value
-
-    @field_validator("filter")
-    @classmethod
-    def _valid_regex(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise ValueError(f"not a regular expression: {exc}") from None
-        return value
-
-    @property
-    def label(self) -> str:
-        return self.name or self.dataset
 
 
 class PoolSettings(BaseModel):
@@ -197,6 +163,12 @@ class SweepConfig(BaseModel):
                                                            "sweep's event loop (0: in the sweep's own process)")
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
     cluster: ClusterSettings | None = Field(None, description="run the episodes on a Ray cluster's hosts")
+    _base_dir: Path = PrivateAttr(default_factory=Path.cwd)  # where the file is: its tasks' paths start there
+
+    @property
+    def base_dir(self) -> Path:
+        """The sweep file's directory: relative `path`, `harbor`, `dockerfile` and `dump` start there."""
+        return self._base_dir
 
     @field_validator("strategies")
     @classmethod
@@ -216,10 +188,13 @@ class SweepConfig(BaseModel):
                 raise ValueError(f"{what} {twice[0]!r} is listed twice (give task sets distinct `name`s)")
         return self
 
-    def identity(self) -> str:
-        """Hash of what defines the set of episodes and their results: a directory holds one identity."""
+    def identity(self, task_digests: list[str | None] | None = None) -> str:
+        """Hash of what defines the set of episodes and their results: a directory holds one identity.
+        `task_digests`: of the files that define task sets of your own (a changed task is another sweep)."""
         keep = {"name", "models", "strategies", "tasks", "epochs", "max_turns", "reward_mode"}
         data = self.model_dump(mode="json", include=keep)
+        if any(task_digests or []):
+            data["task_digests"] = task_digests
         for model in data["models"]:  # how fast a model is served does not change the episodes
             model.pop("limits", None)
             model.pop("timeout", None)
@@ -250,6 +225,7 @@ def load_sweep(path: Path, overrides: dict[str, Any] | None = None) -> tuple[Swe
         config = SweepConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(f"{path}: {describe(exc)}") from None
+    config._base_dir = path.resolve().parent
     return config, hashlib.sha256(raw).hexdigest()
 
 

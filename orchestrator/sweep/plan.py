@@ -16,16 +16,14 @@ from __future__ import annotations
 
 import collections
 import itertools
-import random
-import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from foundation.errors import ConfigError
 from orchestrator.store import EpisodeKey
-from orchestrator.sweep.config import SweepConfig, TaskSetConfig
-from tasks import Task, load_tasks
+from orchestrator.sweep.config import SweepConfig
+from orchestrator.tasksets import TaskSetConfig, resolve
+from tasks import Task
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,30 +40,10 @@ class PlannedEpisode:
         return self.key.strategy
 
 
-def select_tasks(spec: TaskSetConfig, data_dir: Path | None) -> list[Task]:
-    """The tasks of one task set: filtered, then sampled (seeded) or cut to `limit`. ConfigError
-    for indices the dataset does not have, and for a selection that keeps no task."""
-    tasks = load_tasks(spec.dataset, data_dir)
-    if spec.indices is not None:
-        wanted = set(spec.indices)
-        missing = sorted(wanted - {t.index for t in tasks})
-        if missing:
-            shown = ", ".join(str(i) for i in missing[:5]) + (", ..." if len(missing) > 5 else "")
-            raise ConfigError(f"task set {spec.label!r}: {spec.dataset} has no task {shown} (its indices are "
-                              f"0 to {len(tasks) - 1}): fix `indices`")
-        tasks = [t for t in tasks if t.index in wanted]
-    if spec.filter is not None:
-        pattern = re.compile(spec.filter)
-        tasks = [t for t in tasks if pattern.search(t.query)]
-        if not tasks:
-            raise ConfigError(f"task set {spec.label!r}: `filter` {spec.filter!r} matches no task of {spec.dataset}")
-    if spec.sample is not None and spec.sample < len(tasks):
-        tasks = sorted(random.Random(spec.seed).sample(tasks, spec.sample), key=lambda t: t.index)
-    if spec.limit is not None:
-        tasks = tasks[: spec.limit]
-    if not tasks:
-        raise ConfigError(f"task set {spec.label!r}: {spec.dataset} has no tasks")
-    return tasks
+def select_tasks(spec: TaskSetConfig, data_dir: Path | None, base_dir: Path | None = None) -> list[Task]:
+    """The tasks of one task set: filtered, then sampled (seeded) or cut to `limit` (see
+    orchestrator/tasksets.py, which also registers what tasks of your own bring)."""
+    return resolve(spec, base_dir=base_dir or Path.cwd(), data_dir=data_dir).tasks
 
 
 def plan(config: SweepConfig, task_sets: dict[str, list[Task]]) -> list[PlannedEpisode]:

@@ -21,12 +21,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import structlog
 
-from environments.runtime import SERVICE_IMAGES, Runtime, default_pool_config
+from environments.kind import kind_spec
+from environments.runtime import Runtime, is_service
 from environments.sql_server import sql_server
-from foundation.errors import EngineUnavailable, SandboxError, UserError
+from foundation.errors import ConfigError, EngineUnavailable, SandboxError, UserError
 from foundation.pool import ImagePoolConfig
 from foundation.settings import PROJECT_ROOT, cache_dir
 from orchestrator.cluster import require_ray
@@ -35,10 +37,10 @@ from orchestrator.store import Store
 from orchestrator.store.store import config_json
 from orchestrator.sweep.config import PoolSettings, SweepConfig
 from orchestrator.sweep.models import SweepModels, check_models
-from orchestrator.sweep.plan import Dispatcher, PlannedEpisode, plan, select_tasks
+from orchestrator.sweep.plan import Dispatcher, PlannedEpisode, plan
 from orchestrator.sweep.progress import SweepProgress
 from orchestrator.sweep.runner import EpisodeRunner, LocalSite, Site
-from tasks import Task
+from orchestrator.tasksets import TaskSet, pool_configs, resolve
 
 log = structlog.get_logger(__name__)
 
@@ -58,19 +60,21 @@ async def run_sweep(config: SweepConfig, sweep_hash: str, *, progress: SweepProg
     # no output directory.
     if config.cluster is not None:
         require_ray("the sweep's [cluster]")
-    task_sets = await asyncio.to_thread(_load_task_sets, config, data_dir)
+    resolved = await asyncio.to_thread(_load_task_sets, config, data_dir)
     await asyncio.to_thread(check_models, config, data_dir)
+    task_sets = {label: found.tasks for label, found in resolved.items()}
     episodes = plan(config, task_sets)
-    async with Store.open(config.output, sweep=config.name, identity=config.identity()) as store:
+    identity = config.identity([found.digest for found in resolved.values()])
+    async with Store.open(config.output, sweep=config.name, identity=identity) as store:
         done = await store.finished_keys()
         todo = [e for e in episodes if e.key not in done]
         progress.plan(episodes, done)
-        run_id = await store.start_run(sweep=config.name, identity=config.identity(), sweep_hash=sweep_hash,
+        run_id = await store.start_run(sweep=config.name, identity=identity, sweep_hash=sweep_hash,
                                        git_sha=await _git_sha(), config_json=config_json(config))
         log.info("sweep_start", sweep=config.name, run=run_id, planned=len(episodes), skipped=len(episodes) - len(todo))
         status = "failed"
         try:
-            left = await _run(config, todo, task_sets, store, run_id, progress, data_dir) if todo else 0
+            left = await _run(config, todo, resolved, store, run_id, progress, data_dir) if todo else 0
             status = "finished" if left == 0 else "stopped"
         except (asyncio.CancelledError, EngineUnavailable):  # a resume finishes it
             status = "interrupted"
@@ -101,21 +105,33 @@ def _steady_gc() -> Iterator[None]:
         gc.unfreeze()
 
 
-def _load_task_sets(config: SweepConfig, data_dir: Path | None) -> dict[str, list[Task]]:
-    return {spec.label: select_tasks(spec, data_dir) for spec in config.tasks}
+def _load_task_sets(config: SweepConfig, data_dir: Path | None) -> dict[str, TaskSet]:
+    """Every task set, resolved; ConfigError when two environments of your own share a name."""
+    found: dict[str, TaskSet] = {}
+    places: dict[str, str] = {}
+    for spec in config.tasks:
+        task_set = found[spec.label] = resolve(spec, base_dir=config.base_dir, data_dir=data_dir)
+        place = kind_spec(task_set.kind).directory
+        if place is not None and places.setdefault(task_set.kind, place) != place:
+            raise ConfigError(f"two environments are named {task_set.kind!r} ({places[task_set.kind]} and {place}): "
+                              "rename one in its environment.toml")
+    return found
 
 
-async def _run(config: SweepConfig, todo: list[PlannedEpisode], task_sets: dict[str, list[Task]], store: Store,
+async def _run(config: SweepConfig, todo: list[PlannedEpisode], task_sets: dict[str, TaskSet], store: Store,
                run_id: int, progress: SweepProgress, data_dir: Path | None) -> int:
     """Run `todo`; returns how many episodes were left unstarted (a spent budget stops new ones)."""
-    images = sorted({e.task.image for e in todo if e.task.image})  # "": a kind that needs no container
+    # "": a kind that needs no container; a task unavailable here has no image to build
+    images = sorted({e.task.image for e in todo if e.task.image and "unavailable" not in e.task.meta})
     await ensure_images(images, data_dir)
-    all_tasks = [t for tasks in task_sets.values() for t in tasks]
+    needs = {image: found for task_set in task_sets.values() for image, found in task_set.hardening.items()}
+    pools = _pool_configs(config, images, needs)
+    all_tasks = [t for task_set in task_sets.values() for t in task_set.tasks]
     spent = await store.spent_before(run_id)  # the budget holds for the sweep, across its resumes
     async with SweepModels.open(config, all_tasks, data_dir, spent) as models:
         if config.cluster is not None:
-            return await _run_on_cluster(config, todo, images, models, store, run_id, progress, data_dir)
-        async with Runtime.open(data_dir=data_dir, reward_mode=config.reward_mode, images=_pool_configs(config, images),
+            return await _run_on_cluster(config, todo, images, pools, models, store, run_id, progress, data_dir)
+        async with Runtime.open(data_dir=data_dir, reward_mode=config.reward_mode, images=pools,
                                 run_id=run_label(run_id), gold_dir=cache_dir() / "gold",
                                 engine_wait=config.engine_wait) as runtime:
             progress.attach(models.client, runtime)
@@ -125,7 +141,7 @@ async def _run(config: SweepConfig, todo: list[PlannedEpisode], task_sets: dict[
             try:
                 await _warm(runtime, todo, config.concurrency)
                 progress.warmed()
-                capacity = lambda image: None if not image or image in SERVICE_IMAGES else runtime.pool.capacity(image)  # noqa: E731
+                capacity = lambda image: None if not image or is_service(image) else runtime.pool.capacity(image)  # noqa: E731
                 with _steady_gc():
                     return await _episodes(config, todo, LocalSite(runtime), capacity, models, store, run_id, progress)
             finally:
@@ -135,7 +151,8 @@ async def _run(config: SweepConfig, todo: list[PlannedEpisode], task_sets: dict[
                 await asyncio.gather(*services, return_exceptions=True)
 
 
-async def _run_on_cluster(config: SweepConfig, todo: list[PlannedEpisode], images: list[str], models: SweepModels,
+async def _run_on_cluster(config: SweepConfig, todo: list[PlannedEpisode], images: list[str],
+                          pools: dict[str, ImagePoolConfig], models: SweepModels,
                           store: Store, run_id: int, progress: SweepProgress, data_dir: Path | None) -> int:
     """The episodes on the hosts of a Ray cluster; the store, the plan, the LLM calls, their limits
     and the budget stay here, in one place for the whole cluster (docs/scale-out.md)."""
@@ -143,9 +160,10 @@ async def _run_on_cluster(config: SweepConfig, todo: list[PlannedEpisode], image
     from orchestrator.cluster.site import ClusterSite
 
     assert config.cluster is not None
+    environments = tuple(sorted({directory for e in todo if (directory := kind_spec(e.task.env).directory)}))
     agent = AgentSettings(data_dir=str(data_dir) if data_dir else None, run_id=run_label(run_id),
-                          reward_mode=config.reward_mode, pools=_pool_configs(config, images),
-                          engine_wait=config.engine_wait, node_gold_cache=True)
+                          reward_mode=config.reward_mode, pools=pools, engine_wait=config.engine_wait,
+                          node_gold_cache=True, environments=environments)
     async with ClusterSite.open(config.cluster, agent=agent, images=images, services=_services(todo),
                                 warm=_wanted(todo, config.concurrency), concurrency=config.concurrency,
                                 wait_for_hosts=config.engine_wait, sized=_sized(config, images)) as site:
@@ -165,7 +183,7 @@ def _pool_settings(config: SweepConfig, image: str) -> PoolSettings:
 
 
 def _services(todo: list[PlannedEpisode]) -> list[str]:
-    return sorted({e.task.image for e in todo} & SERVICE_IMAGES)
+    return sorted({e.task.image for e in todo if is_service(e.task.image)})
 
 
 async def _episodes(config: SweepConfig, todo: list[PlannedEpisode], site: Site,
@@ -209,9 +227,9 @@ async def _warm(runtime: Runtime, todo: list[PlannedEpisode], concurrency: int) 
 
 def _wanted(todo: list[PlannedEpisode], concurrency: int) -> dict[str, int]:
     """Each image's share of the concurrency: the containers to warm before the first episode."""
-    counts = collections.Counter(e.task.image for e in todo)
+    counts = collections.Counter(e.task.image for e in todo if "unavailable" not in e.task.meta)
     return {image: min(n, math.ceil(concurrency * n / len(todo))) for image, n in counts.items()
-            if image and image not in SERVICE_IMAGES}
+            if image and not is_service(image)}
 
 
 def run_label(run_id: int) -> str:
@@ -233,10 +251,12 @@ def _first(group_error: BaseExceptionGroup) -> BaseException:
     return next((e for e in leaves if isinstance(e, UserError)), leaves[0])
 
 
-def _pool_configs(config: SweepConfig, images: list[str]) -> dict[str, ImagePoolConfig]:
+def _pool_configs(config: SweepConfig, images: list[str],
+                  needs: dict[str, dict[str, Any]] | None = None) -> dict[str, ImagePoolConfig]:
+    """Each image's pool: its defaults, what its tasks need (a Harbor task's resources and
+    network), then the sweep file's [pools]."""
     configs = {}
-    for image in images:
-        base = default_pool_config(image)
+    for image, base in pool_configs(images, needs or {}).items():
         settings = _pool_settings(config, image)
         if settings.max_size is not None and base.reset:  # a service image keeps its one shared server
             base = base.model_copy(update={"max_size": settings.max_size})

@@ -1,0 +1,303 @@
+"""Task sets as a sweep file names them (`[[tasks]]`), with what their tasks need to run:
+
+    [[tasks]]  dataset = "nl2bash-fs1"                       # one of the project's datasets
+    [[tasks]]  path = "my-env/"                              # an environment of your own (environment.toml)
+    [[tasks]]  path = "mine.json", kind = "bash", dockerfile = "fs/Dockerfile"   # your data, our kinds
+    [[tasks]]  harbor = "datasets/my-bench"                  # Harbor task folders, as they are
+
+    task_set = resolve(spec, base_dir=sweep_file.parent, data_dir=data_dir)
+    task_set.tasks, task_set.hardening, task_set.digest
+
+`resolve` registers what the tasks bring (a kind of your own, the images built from your
+Dockerfiles), so every command that runs them (sweep, validate, `tasks check`, the gym adapter)
+needs only this. Relative paths are taken from the sweep file's directory. Every mistake is one
+ConfigError line that names the file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import random
+import re
+from dataclasses import dataclass, field
+from pathlib import Path, PurePath
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from environments.own import own_kind
+from environments.runtime import default_pool_config
+from foundation.errors import ConfigError
+from foundation.pool import ImagePoolConfig
+from orchestrator.images.specs import ImageSpec, get, own_layer, register
+from tasks import DATASETS, DatasetInfo, Task, load_tasks, register_dataset
+from orchestrator.images.ensure import ensure_images
+from tasks.harbor import is_task, read_harbor
+from tasks.own import is_environment, read_environment
+
+OWN_BUILD_TIMEOUT = 1800.0  # seconds a Dockerfile of yours may take to build
+HARBOR_PIDS = 2048  # processes a Harbor task's container may run (builds, test runners)
+
+
+class TaskSetConfig(BaseModel):
+    """Tasks of one source, all of them or a filter, then a seeded sample or the first `limit`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dataset: str | None = Field(None, description="a dataset name, e.g. nl2bash-fs1, spider, mbpp, ctf, starter-bash")
+    path: str | None = Field(None, description="an environment directory of your own (with environment.toml), "
+                             "or with `kind` a task file of yours (JSON or JSONL)")
+    harbor: str | None = Field(None, description="a Harbor task folder, or a folder of them")
+    kind: Literal["bash", "sql", "python"] | None = Field(
+        None, description="with `path`: the file is in this kind's format (NL2Bash's, Spider's, MBPP's)")
+    dockerfile: str | None = Field(None, description="kind bash (required) or python: the Dockerfile of the tasks' "
+                                   "image; its directory is the build context")
+    dump: str | None = Field(None, description="kind sql: the .sql file the tasks' databases are loaded from")
+    allow_internet: bool = Field(False, description="harbor: give the network to tasks whose task.toml allows "
+                                 "the internet (off: no task has a network)")
+    name: str | None = Field(None, description="how results call this set; default: the dataset or the folder's name")
+    filter: str | None = Field(None, description="regular expression; keep tasks whose query matches")
+    indices: list[int] | None = Field(None, description="keep only these task indices")
+    sample: int | None = Field(None, ge=1, description="a seeded random sample of this many tasks")
+    seed: int = Field(0, description="seed of the sample")
+    limit: int | None = Field(None, ge=1, description="keep the first this many tasks")
+
+    @field_validator("dataset")
+    @classmethod
+    def _known_dataset(cls, value: str | None) -> str | None:
+        if value is not None and value not in DATASETS:
+            raise ValueError(f"unknown dataset {value!r}; allowed: {', '.join(DATASETS)} (or give `path` or `harbor`)")
+        return value
+
+    @field_validator("filter")
+    @classmethod
+    def _valid_regex(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"not a regular expression: {exc}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _one_source(self) -> TaskSetConfig:
+        sources = [key for key in ("dataset", "path", "harbor") if getattr(self, key) is not None]
+        if len(sources) != 1:
+            raise ValueError("give exactly one of `dataset`, `path` (your environment or task file) and `harbor` "
+                             f"(Harbor task folders){'; got ' + ', '.join(sources) if sources else ''}")
+        if self.kind is not None and self.path is None:
+            raise ValueError("`kind` goes with `path`, a task file of yours in that kind's format")
+        if self.kind == "bash" and self.dockerfile is None:
+            raise ValueError("a Bash task file needs `dockerfile`, the file system its tasks run on")
+        if self.kind == "sql" and self.dump is None:
+            raise ValueError("a SQL task file needs `dump`, the .sql file its databases are loaded from")
+        if self.dockerfile is not None and self.kind not in ("bash", "python"):
+            raise ValueError("`dockerfile` goes with kind = \"bash\" or \"python\" (an environment of your own "
+                             "names its Dockerfile in environment.toml)")
+        if self.dump is not None and self.kind != "sql":
+            raise ValueError("`dump` goes with kind = \"sql\"")
+        if self.allow_internet and self.harbor is None:
+            raise ValueError("`allow_internet` is for Harbor tasks")
+        return self
+
+    @property
+    def label(self) -> str:
+        if self.name or self.dataset:
+            return self.name or self.dataset or ""
+        place = PurePath(self.path or self.harbor or "")
+        return (place.stem if self.kind else place.name) or "tasks"
+
+
+@dataclass(frozen=True)
+class TaskSet:
+    label: str
+    tasks: list[Task]
+    hardening: dict[str, dict[str, Any]] = field(default_factory=dict)  # image -> Hardening fields its tasks need
+    digest: str | None = None  # of your files that define the tasks (None: one of the project's datasets)
+
+    @property
+    def kind(self) -> str:
+        """The kind of its tasks (a set has one: your environment's name, `harbor`, or ours)."""
+        return self.tasks[0].env
+
+    @property
+    def images(self) -> list[str]:
+        """The images its tasks run in (tasks unavailable here have none)."""
+        return sorted({t.image for t in self.tasks if t.image and "unavailable" not in t.meta})
+
+    def pools(self) -> dict[str, ImagePoolConfig]:
+        """Each image's pool settings (`Runtime.open(images=...)`)."""
+        return pool_configs(self.images, self.hardening)
+
+
+def resolve(spec: TaskSetConfig, *, base_dir: Path, data_dir: Path | None) -> TaskSet:
+    """The task set `spec` names: its tasks (filtered, then sampled or cut), registered with
+    what they need. ConfigError for a bad file, or a selection that keeps no task."""
+    if spec.dataset is not None:
+        found = TaskSet(spec.label, load_tasks(spec.dataset, data_dir))
+    elif spec.harbor is not None:
+        found = _harbor(spec, _place(base_dir, spec.harbor, "harbor"))
+    elif spec.kind is not None:
+        found = _our_kind(spec, base_dir)
+    else:
+        found = _own(spec, _place(base_dir, spec.path or "", "path"))
+    return TaskSet(found.label, _select(spec, found.tasks), found.hardening, found.digest)
+
+
+def of_directory(directory: str | Path, *, allow_internet: bool = False) -> TaskSet:
+    """The tasks of a directory: an environment of your own, or Harbor task folders (one, or a
+    folder of them), registered (`tasks check`, the Python API and the gym adapter start here)."""
+    root = Path(directory).expanduser().resolve()
+    if is_environment(root):
+        spec = TaskSetConfig(path=str(root))
+    elif root.is_dir() and (is_task(root) or any(is_task(p) for p in root.iterdir() if p.is_dir())):
+        spec = TaskSetConfig(harbor=str(root), allow_internet=allow_internet)
+    else:
+        raise ConfigError(f"{directory} is neither an environment of your own (no environment.toml) nor Harbor task "
+                          "folders (no task.toml with instruction.md)")
+    return resolve(spec, base_dir=Path.cwd(), data_dir=None)
+
+
+async def prepare(directory: str | Path, *, allow_internet: bool = False) -> TaskSet:
+    """`of_directory`, with its images built where missing or out of date: for the Python API.
+
+        task_set = await prepare("my-env/")
+        async with Runtime.open(images=task_set.pools()) as runtime:
+            async with make_environment(task_set.kind, runtime) as env:
+                observation = await env.reset(task_set.tasks[0])
+    """
+    task_set = await asyncio.to_thread(of_directory, directory, allow_internet=allow_internet)
+    await ensure_images(task_set.images, None)
+    return task_set
+
+
+def _own(spec: TaskSetConfig, root: Path) -> TaskSet:
+    if not root.is_dir() or not is_environment(root):
+        raise ConfigError(f"path {root} is no environment of your own (a directory with environment.toml); for a "
+                          "task file in NL2Bash's, Spider's or MBPP's format give `kind` too")
+    own = read_environment(root)
+    own_kind(own)
+    if own.manifest.language == "sql":
+        register(_sql_image(own.image, root / (own.manifest.dump or "")))
+    else:
+        source = register(ImageSpec(f"{_short(own.image)}-src", own.manifest.dockerfile, context_dir=own.root,
+                                    timeout=OWN_BUILD_TIMEOUT))
+        register(own_layer(_short(own.image), source))
+    return TaskSet(spec.name or own.name, own.tasks(), digest=own.digest())
+
+
+def _our_kind(spec: TaskSetConfig, base_dir: Path) -> TaskSet:
+    """A task file of yours in one of our kinds' formats, registered as a dataset of that kind."""
+    path = _place(base_dir, spec.path or "", "path")
+    if not path.is_file():
+        raise ConfigError(f"path {path} is not a file: with `kind`, `path` is a task file (JSON or JSONL)")
+    where = hashlib.sha256(str(path).encode()).hexdigest()[:6]
+    slug = re.sub(r"[^a-z0-9]+", "-", path.stem.lower()).strip("-")[:30] or "tasks"
+    inputs = [path]
+    if spec.kind == "sql":
+        dump = _place(base_dir, spec.dump or "", "dump")
+        image = register(_sql_image(f"intercode/sql-data-{slug}-{where}", dump)).tag.removesuffix(":latest")
+        inputs.append(dump)
+    elif spec.dockerfile is not None:
+        dockerfile = _place(base_dir, spec.dockerfile, "dockerfile")
+        if not dockerfile.is_file():
+            raise ConfigError(f"dockerfile {dockerfile} does not exist")
+        source = register(ImageSpec(f"data-{slug}-{where}-src", dockerfile.name, context_dir=dockerfile.parent,
+                                    timeout=OWN_BUILD_TIMEOUT))
+        image = register(own_layer(f"data-{slug}-{where}", source, commit_root=spec.kind == "bash")).tag
+        image = image.removesuffix(":latest")
+        inputs.append(dockerfile)
+    else:
+        image = get("python").tag.removesuffix(":latest")  # MBPP's format on the project's Python image
+    name = spec.name or f"{spec.kind}-{slug}"
+    if name in DATASETS and DATASETS[name].path != str(path):
+        raise ConfigError(f"task set name {name!r} is taken by another dataset: give this [[tasks]] a `name`")
+    register_dataset(DatasetInfo(name, spec.kind or "", image, str(path)))
+    return TaskSet(name, load_tasks(name), digest=_digest_files(inputs))
+
+
+def _harbor(spec: TaskSetConfig, root: Path) -> TaskSet:
+    label = spec.label
+    tasks = read_harbor(root, label)
+    hardening: dict[str, dict[str, Any]] = {}
+    for task in tasks:
+        meta = task.meta
+        if "unavailable" in meta:
+            continue
+        folder = Path(meta["dir"])
+        source = register(ImageSpec(f"{_short(task.image)}-src", "Dockerfile", context_dir=folder / "environment",
+                                    timeout=meta["build_timeout"]))
+        register(own_layer(_short(task.image), source))
+        hardening[task.image] = {"cpus": meta["cpus"], "memory_mb": meta["memory_mb"], "pids": HARBOR_PIDS,
+                                 "disk_mb": max(meta["storage_mb"], 64),
+                                 "network": bool(meta["allow_internet"] and spec.allow_internet)}
+    digest = hashlib.sha256("".join(t.meta["digest"] for t in tasks).encode()).hexdigest()[:16]
+    return TaskSet(label, tasks, hardening, digest)
+
+
+def pool_configs(images: list[str], needs: dict[str, dict[str, Any]]) -> dict[str, ImagePoolConfig]:
+    """Each image's pool: its defaults with what its tasks need (a Harbor task's resources and
+    network; its CPUs no more than this machine has, which the engine would refuse)."""
+    configs = {}
+    for image in images:
+        config = default_pool_config(image)
+        if image in needs:
+            wanted = dict(needs[image])
+            wanted["cpus"] = min(float(wanted.get("cpus", 1.0)), float(os.cpu_count() or 1))
+            config = config.model_copy(update={"hardening": config.hardening.model_copy(update=wanted)})
+        configs[image] = config
+    return configs
+
+
+def _sql_image(image: str, dump: Path) -> ImageSpec:
+    """Our MariaDB image with your dump loaded at build (the tasks' `db` names its databases)."""
+    if not dump.is_file():
+        raise ConfigError(f"dump {dump} does not exist: the .sql file the tasks' databases are loaded from")
+    return ImageSpec(_short(image), "sql/Dockerfile", files=("sql/intercode.cnf", "sql/load-data.sh"),
+                     data={dump.name if dump.suffix == ".sql" else f"{dump.name}.sql": str(dump)})
+
+
+def _select(spec: TaskSetConfig, tasks: list[Task]) -> list[Task]:
+    """Filtered, then sampled (seeded) or cut to `limit`. ConfigError for indices the set does not
+    have, and for a selection that keeps no task."""
+    source = spec.dataset or spec.path or spec.harbor
+    if spec.indices is not None:
+        wanted = set(spec.indices)
+        missing = sorted(wanted - {t.index for t in tasks})
+        if missing:
+            shown = ", ".join(str(i) for i in missing[:5]) + (", ..." if len(missing) > 5 else "")
+            raise ConfigError(f"task set {spec.label!r}: {source} has no task {shown} (its indices are "
+                              f"0 to {len(tasks) - 1}): fix `indices`")
+        tasks = [t for t in tasks if t.index in wanted]
+    if spec.filter is not None:
+        pattern = re.compile(spec.filter)
+        tasks = [t for t in tasks if pattern.search(t.query)]
+        if not tasks:
+            raise ConfigError(f"task set {spec.label!r}: `filter` {spec.filter!r} matches no task of {source}")
+    if spec.sample is not None and spec.sample < len(tasks):
+        tasks = sorted(random.Random(spec.seed).sample(tasks, spec.sample), key=lambda t: t.index)
+    if spec.limit is not None:
+        tasks = tasks[: spec.limit]
+    if not tasks:
+        raise ConfigError(f"task set {spec.label!r}: {source} has no tasks")
+    return tasks
+
+
+def _place(base_dir: Path, value: str, key: str) -> Path:
+    path = (base_dir / Path(value).expanduser()).resolve()
+    if not path.exists():
+        raise ConfigError(f"{key} {path} does not exist (relative paths are taken from the sweep file's directory)")
+    return path
+
+
+def _short(image: str) -> str:
+    return image.removeprefix("intercode/")
+
+
+def _digest_files(paths: list[Path]) -> str:
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
