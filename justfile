@@ -58,6 +58,10 @@ bench-cluster *ARGS: (images "nl2bash-fs1" "nl2bash-fs2" "nl2bash-fs3" "nl2bash-
 bench-view *ARGS:
     {{python}} -m benchmarks.bench_view {{ARGS}}
 
+# Harbor side by side: Harbor's own oracle run (PyPI harbor in a venv of its own under a temporary directory) vs ours on tests/fixtures/harbor: reward per task on both sides, wall time ratio
+bench-harbor *ARGS: engine
+    {{python}} -m benchmarks.bench_harbor {{ARGS}}
+
 # Differential harness: the original InterCode harness (built from ../shared/intercode-original) and ours driven with the same actions; per-turn agreement (not part of `test`). E.g. ./dev differential --env bash --limit 5
 differential *ARGS: engine
     {{python}} -m benchmarks.differential --data-dir {{data_dir}} {{ARGS}}
