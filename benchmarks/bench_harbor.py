@@ -1,7 +1,7 @@
 """`just bench-harbor`: Harbor's own oracle run against ours on the same Harbor task folders, side by side.
 
 Harbor (PyPI `harbor` 0.26.0, Python 3.12+) lives in a virtualenv of its own under a temporary directory,
-never in the project's. Over the task folders (tests/fixtures/harbor: 16 solvable, 3 with a verifier
+never in the project's. Over the task folders (tests/fixtures/harbor: 15 solvable, 4 with a verifier
 broken on purpose), after one untimed run of Harbor and of ours (so both have built their images),
 `--rounds` times in turn, each timed as a whole command (its start-up included):
   * harbor: `harbor run -a oracle -n N --delete` (a compose project per trial, as Harbor does), with
@@ -220,13 +220,14 @@ def agree(harbor: list[Outcome], ours: list[Outcome]) -> bool:
 
 def summary(b: Bench, runs: dict[str, list[Run]]) -> int:
     """The line per task, then the figures; 0 when every task's outcome is the same on both sides."""
-    print(f"{'task':<26} {'harbor':<24} {'ours':<16} {'plain':<16}")
+    width = max(len(name) for name in b.names) + 1
+    print(f"{'task':<{width}} {'harbor':<24} {'ours':<16} {'plain':<16}")
     differ = 0
     for name in sorted(b.names):
         got = {side: [o[name] for _, o in runs[side] if name in o] for side in SIDES}
         same = agree(got["harbor"], got["ours"])
         differ += not same
-        print(f"{name:<26} {show(got['harbor']):<24} {show(got['ours']):<16} {show(got['plain']):<16} "
+        print(f"{name:<{width}} {show(got['harbor']):<24} {show(got['ours']):<16} {show(got['plain']):<16} "
               f"{'same' if same else 'DIFFERENT'}")
     median = {side: statistics.median(wall for wall, _ in runs[side]) for side in SIDES}
     for side in SIDES:
