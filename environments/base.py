@@ -16,11 +16,11 @@ that such a harness drives the episode (a kind may then end it differently: CTF'
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from foundation.concurrency import TaskOwner, stop
 from foundation.errors import OrchestratorError
 
 if TYPE_CHECKING:
@@ -85,7 +85,8 @@ class Environment(ABC):
         self.multi_turn = False
         self.score_info: dict[str, Any] = {}  # the info of the last score or submission (the reward's terms)
         self.failure: ScoringFailed | None = None  # why the episode could not be scored, if it could not
-        self._resetting: asyncio.Future[str] | None = None
+        self._resetting: asyncio.Task[str] | None = None
+        self._tasks = TaskOwner(f"{self.kind}-environment")
 
     async def __aenter__(self) -> Environment:
         return self
@@ -111,7 +112,7 @@ class Environment(ABC):
         """`reset(task)` in the background, so that an agent's first model call need not wait for
         a container or a connection. `step()` and `score()` wait for it first and raise its error,
         if it had one; `close()` cancels it if it is still running, and waits for it either way."""
-        self._resetting = asyncio.ensure_future(self.reset(task, multi_turn=multi_turn))
+        self._resetting = self._tasks.start(self.reset(task, multi_turn=multi_turn), name=f"reset {task.id}")
         return self._resetting
 
     async def ready(self) -> None:
@@ -197,10 +198,9 @@ class Environment(ABC):
 
     async def close(self) -> None:
         resetting, self._resetting = self._resetting, None
-        if resetting is not None:  # the episode ended before using it (its model failed)
-            resetting.cancel()
-            with contextlib.suppress(Exception, asyncio.CancelledError):
-                await resetting  # what it leased is leased, to be ended below; its error is moot
+        # The episode ended before using its reset (its model failed): stopped, and waited for
+        # (what it leased is leased, to be ended below; its error is moot).
+        await stop(resetting)
         await self._end()
         self.task = None
 

@@ -20,6 +20,8 @@ from typing import Any, NamedTuple
 
 import structlog
 
+from foundation.concurrency import SharedWork
+
 log = structlog.get_logger(__name__)
 
 class GoldKey(NamedTuple):
@@ -39,7 +41,7 @@ class GoldCache:
         self.directory = directory
         self._values: dict[Key, Any] = {}
         self._expires: dict[Key, float] = {}  # keys computed with a ttl: never saved
-        self._pending: dict[Key, asyncio.Future[Any]] = {}
+        self._work: SharedWork[Key, Any] = SharedWork("gold")
         self._loaded: set[str] = set()
         self._dirty: set[str] = set()
         self._writing: set[str] = set()
@@ -51,26 +53,23 @@ class GoldCache:
             del self._values[key], self._expires[key]
         if key in self._values:
             return self._values[key]
-        if key in self._pending:
-            return await asyncio.shield(self._pending[key])
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._pending[key] = future
-        try:
-            value = await compute()
-        except BaseException as exc:
-            future.set_exception(exc) if not isinstance(exc, asyncio.CancelledError) else future.cancel()
-            future.exception() if not future.cancelled() else None  # retrieved: no "never retrieved" warning
-            raise
-        finally:
-            self._pending.pop(key, None)
+        # Computed in a task of the cache's own, which every episode needing this gold awaits: an
+        # episode cancelled meanwhile (its deadline passed) stops only its own wait.
+        return await self._work.get(key, lambda: self._compute(key, compute, ttl))
+
+    async def _compute(self, key: Key, compute: Callable[[], Awaitable[Any]], ttl: float | None) -> Any:
+        value = await compute()
         self.computed += 1
         self._values[key] = value
-        future.set_result(value)
         if ttl is not None:
             self._expires[key] = time.monotonic() + ttl
         else:
             await self._save(key[0])
         return value
+
+    async def aclose(self) -> None:
+        """Stop the computations still running (the runtime that served them is closing)."""
+        await self._work.aclose()
 
     def _file(self, digest: str) -> Path | None:
         return self.directory / f"{digest.replace(':', '-')}.json" if self.directory else None

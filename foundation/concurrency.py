@@ -1,35 +1,60 @@
-"""Owned background tasks: nothing is fire-and-forget.
+"""Owned tasks: nothing is fire-and-forget, and no cancellation reaches a task it was not meant for.
 
-`BackgroundTasks` is the owner of the pool's resets, warm-ups and health checks. A task's failure
-is logged with its name and never tears the owner down; `aclose()` cancels what is left and waits
-for it, so no task outlives the object that started it.
+Outside `asyncio.TaskGroup` blocks (structured: the block awaits its children), this module is the
+one place the project starts a task (tests/test_task_ownership.py holds every other module to it):
+
+- `TaskOwner`: `start()` a task and get it back to await; `spawn()` background work whose failure
+  is logged, never raised; `aclose()` (or leaving `async with`) cancels what is left and waits for
+  it, so no task outlives the object that started it.
+- `SharedWork`: work computed once for many callers (a gold result, a service's start). It runs in
+  a task the SharedWork owns, not in the first caller's: a caller that is cancelled (its episode's
+  deadline passed) stops waiting, and only it; the work goes on for the others, and when the work
+  fails, every waiter gets that failure.
+- `stop(task)`: cancel a task and wait until it has ended, without swallowing a cancellation of
+  the caller itself.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
-from typing import Any
+from collections.abc import Awaitable, Callable, Coroutine, Hashable
+from typing import Any, Generic, TypeVar
 
 import structlog
 
 log = structlog.get_logger(__name__)
+T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
 
 
-class BackgroundTasks:
+class TaskOwner:
+    """Owns the tasks it starts; they end, at the latest, when it closes."""
+
     def __init__(self, name: str) -> None:
         self.name = name
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closed = False
 
-    def spawn(self, coro: Coroutine[Any, Any, Any], *, name: str) -> asyncio.Task[Any]:
+    async def __aenter__(self) -> TaskOwner:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def start(self, coro: Coroutine[Any, Any, T], *, name: str) -> asyncio.Task[T]:
+        """A task for `coro`; its result or failure is its awaiter's. A failure nobody retrieved
+        is logged when the task ends."""
         if self._closed:
             coro.close()
             raise RuntimeError(f"{self.name} is closed")
-        task = asyncio.create_task(self._guard(coro, name), name=f"{self.name}:{name}")
+        task = asyncio.create_task(coro, name=f"{self.name}:{name}")
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._ended)
         return task
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], *, name: str) -> asyncio.Task[Any]:
+        """Background work: its failure is logged with its name and never raised."""
+        return self.start(self._guard(coro, name), name=name)
 
     async def _guard(self, coro: Coroutine[Any, Any, Any], name: str) -> Any:
         try:
@@ -40,17 +65,69 @@ class BackgroundTasks:
             log.error("background_task_failed", owner=self.name, task=name, error=repr(exc))
             return None
 
+    def _ended(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and (error := task.exception()) is not None:
+            # Its awaiters have it; read here, it also reaches the log when nobody awaited it.
+            log.debug("task_failed", owner=self.name, task=task.get_name(), error=repr(error))
+
     def __len__(self) -> int:
         return len(self._tasks)
 
     async def drain(self) -> None:
-        """Wait until every task spawned so far (and any they spawn) has finished."""
+        """Wait until every task started so far (and any they start) has finished."""
         while self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+            await asyncio.wait(set(self._tasks))
 
     async def aclose(self) -> None:
+        """Cancel every task left and wait for them all."""
         self._closed = True
-        for task in self._tasks:
-            task.cancel()
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        while self._tasks:
+            tasks = set(self._tasks)
+            for task in tasks:
+                task.cancel()
+            await asyncio.wait(tasks)
+
+
+class SharedWork(Generic[K, T]):
+    """Work computed once for many callers, each keyed; see the module's docstring."""
+
+    def __init__(self, name: str) -> None:
+        self._owner = TaskOwner(name)
+        self._running: dict[K, asyncio.Task[T]] = {}
+
+    def running(self, key: K) -> bool:
+        return key in self._running
+
+    async def get(self, key: K, compute: Callable[[], Awaitable[T]]) -> T:
+        """The result of `compute()` for `key`: started by the first caller, in a task of ours,
+        and awaited by every caller until it ends; a caller's cancellation ends only its wait."""
+        task = self._running.get(key)
+        if task is None:
+            task = self._owner.start(_run(compute), name=str(key))
+            self._running[key] = task
+            task.add_done_callback(lambda done: self._forget(key, done))
+        return await asyncio.shield(task)
+
+    def _forget(self, key: K, task: asyncio.Task[T]) -> None:
+        if self._running.get(key) is task:
+            del self._running[key]
+
+    async def aclose(self) -> None:
+        await self._owner.aclose()
+
+
+async def _run(compute: Callable[[], Awaitable[T]]) -> T:
+    return await compute()
+
+
+async def stop(task: asyncio.Future[Any] | None) -> None:
+    """Cancel `task` and wait until it has ended (its error, if any, is dropped: it was stopped).
+    A cancellation of the caller while it waits goes through, as it should."""
+    if task is None:
+        return
+    if not task.done():
+        task.cancel()
+        await asyncio.wait([task])
+    if not task.cancelled():
+        task.exception()  # read: it was stopped, its error is nobody's

@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         except UserError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-        except (KeyboardInterrupt, asyncio.CancelledError):
+        except (KeyboardInterrupt, asyncio.CancelledError):  # cancellation ends here: the program's top
             print("interrupted: results written so far are kept; the same command continues", file=sys.stderr)
             return 130
 

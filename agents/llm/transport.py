@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 import structlog
 
+from foundation.concurrency import TaskOwner
 from icdriver.protocol import HEADER, framed
 
 from .errors import ModelError, classify, redact
@@ -162,7 +163,7 @@ class _Worker:
         self.pending: dict[int, asyncio.Future[Any]] = {}
         self.process: asyncio.subprocess.Process | None = None
         self.ready: asyncio.Future[None] | None = None
-        self._tasks: list[asyncio.Task[None]] = []
+        self._readers: TaskOwner | None = None
 
     @property
     def alive(self) -> bool:
@@ -174,8 +175,9 @@ class _Worker:
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONUNBUFFERED": "1"})
         self.ready = asyncio.get_running_loop().create_future()
-        self._tasks = [asyncio.create_task(self._read_replies(self.process)),
-                       asyncio.create_task(self._read_stderr(self.process))]
+        self._readers = TaskOwner(f"llm-worker-{self.index}")
+        self._readers.start(self._read_replies(self.process), name="replies")
+        self._readers.start(self._read_stderr(self.process), name="stderr")
 
     async def _read_replies(self, process: asyncio.subprocess.Process) -> None:
         assert process.stdout is not None
@@ -215,9 +217,8 @@ class _Worker:
         except TimeoutError:
             process.kill()
             await process.wait()
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._readers is not None:
+            await self._readers.aclose()
 
 
 class WorkerTransport:
@@ -237,6 +238,7 @@ class WorkerTransport:
         self._workers = [_Worker(i) for i in range(workers)]
         self._ids = itertools.count()
         self._starting: dict[int, asyncio.Task[None]] = {}
+        self._spawner = TaskOwner("llm-workers")
         self._closed = False
 
     async def start(self) -> None:
@@ -255,7 +257,7 @@ class WorkerTransport:
             return
         if worker.process is not None:
             log.warning("llm_worker_restart", worker=worker.index, code=worker.process.returncode)
-        task = asyncio.get_running_loop().create_task(self._spawn(worker))
+        task = self._spawner.start(self._spawn(worker), name=f"start worker {worker.index}")
         self._starting[worker.index] = task
         task.add_done_callback(lambda _, i=worker.index: self._starting.pop(i, None))
 
@@ -314,9 +316,7 @@ class WorkerTransport:
 
     async def aclose(self) -> None:
         self._closed = True
-        for task in list(self._starting.values()):
-            task.cancel()
-        await asyncio.gather(*self._starting.values(), return_exceptions=True)
+        await self._spawner.aclose()
         await asyncio.gather(*(worker.close() for worker in self._workers))
 
 

@@ -19,6 +19,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from foundation.concurrency import TaskOwner
+
 from .errors import ModelError
 
 # Providers whose litellm `completion()` only builds a coroutine when called for acompletion: it
@@ -66,6 +68,7 @@ async def serve(protocol_out: int) -> None:
     writer = asyncio.StreamWriter(transport_, protocol, None, loop)
     litellm_side = InProcessTransport()
     running: dict[int, asyncio.Task[None]] = {}
+    calls = TaskOwner("llm-worker")
 
     async def answer(call_id: int, request: Any) -> None:
         _INLINE.set(request.model.split("/", 1)[0] in NATIVE_ASYNC)  # this task's context only
@@ -89,10 +92,11 @@ async def serve(protocol_out: int) -> None:
     while (message := await read_frame(reader)) is not None:
         call_id, kind, request = message
         if kind == "call":
-            running[call_id] = asyncio.create_task(answer(call_id, request))
+            running[call_id] = calls.start(answer(call_id, request), name=f"call {call_id}")
         elif kind == "cancel" and (task := running.pop(call_id, None)) is not None:
             task.cancel()
     # The parent is gone or done: calls in flight have no one to answer to.
+    await calls.aclose()
 
 
 def main() -> None:

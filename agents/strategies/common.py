@@ -8,9 +8,8 @@ Otherwise the action runs and is scored as the original harness did (`harness_st
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
-from collections.abc import Awaitable
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
@@ -21,6 +20,7 @@ from agents.llm.errors import ModelError
 from agents.parsing import extract_action
 from environments.base import Environment
 from environments.kind import kind_spec
+from foundation.concurrency import TaskOwner
 
 if TYPE_CHECKING:
     from tasks import Task
@@ -110,18 +110,13 @@ async def ask(model: Model, dialogue: Dialogue, task: Task, turn: int, style: An
     return output
 
 
-async def alongside(call: Awaitable[T], setup: asyncio.Future[Any]) -> T:
+async def alongside(call: Coroutine[Any, Any, T], setup: asyncio.Future[Any]) -> T:
     """`call`'s result, awaited while `setup` runs; if `setup` fails, `call` is cancelled and
     `setup`'s error raised."""
-    answer = asyncio.ensure_future(call)
-    try:
+    async with TaskOwner("answer") as owner:  # leaving it stops the answer, if it is still running
+        answer = owner.start(call, name="first answer")
         await setup  # usually done first; if it fails, the answer is moot
-    except BaseException:
-        answer.cancel()
-        with contextlib.suppress(Exception, asyncio.CancelledError):
-            await answer
-        raise
-    return await answer
+        return await answer
 
 
 async def harness_step(env: Environment, action: str) -> tuple[float, str, bool]:

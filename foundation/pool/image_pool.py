@@ -16,7 +16,7 @@ from collections import deque
 import aiodocker
 import structlog
 
-from foundation.concurrency import BackgroundTasks
+from foundation.concurrency import TaskOwner
 from foundation.errors import EngineLost, OrchestratorError, SandboxError
 from foundation.pool.config import ImagePoolConfig
 from foundation.pool.container import ContainerState, PooledContainer, create_container
@@ -34,7 +34,7 @@ class ImagePool:
     """The containers of one image. Only the owning Pool calls into it."""
 
     def __init__(self, docker: aiodocker.Docker, image: str, config: ImagePoolConfig, labels: dict[str, str],
-                 tasks: BackgroundTasks, cpu: CpuGauge | None = None, disk: DiskCaps | None = None) -> None:
+                 tasks: TaskOwner, cpu: CpuGauge | None = None, disk: DiskCaps | None = None) -> None:
         self.docker, self.image, self.config, self.labels = docker, image, config, labels
         self.disk = disk
         self.tasks = tasks
@@ -121,7 +121,8 @@ class ImagePool:
     async def _create(self) -> None:
         epoch, started = self.epoch, time.monotonic()
         try:
-            member = await create_container(self.docker, self.image, self.config.hardening, self.labels, self.disk)
+            member = await create_container(self.docker, self.image, self.config.hardening, self.labels, self.disk,
+                                            keeper=self.config.keeper)
         except Exception as exc:
             self.creating -= 1
             if self.suspended is None:

@@ -27,7 +27,7 @@ from contextlib import asynccontextmanager
 import aiodocker
 import structlog
 
-from foundation.concurrency import BackgroundTasks
+from foundation.concurrency import TaskOwner
 from foundation.engine import engine_call
 from foundation.errors import EngineLost, ImageError, SandboxError
 from foundation.pool.config import ActionLimits, ImagePoolConfig
@@ -58,7 +58,8 @@ class Pool:
         self.run_id = run_id or uuid.uuid4().hex[:12]
         self.owner = Owner.me()
         self.limits = limits or ActionLimits()
-        self.tasks = BackgroundTasks(f"pool-{self.run_id}")
+        self._closer = TaskOwner(f"pool-{self.run_id}-close")  # the close, which outlives a Ctrl-C
+        self.tasks = TaskOwner(f"pool-{self.run_id}")
         self._configs = dict(images or {})
         self._pools: dict[str, ImagePool] = {}
         self._health: asyncio.Task[None] | None = None
@@ -85,7 +86,7 @@ class Pool:
 
     async def _check_image(self, image: str) -> None:
         try:
-            with engine_call(f"inspect image {image}", image=image):
+            async with engine_call(f"inspect image {image}", image=image):
                 await self.docker.images.inspect(image)
         except aiodocker.DockerError as exc:
             if exc.status == 404:
@@ -130,6 +131,22 @@ class Pool:
 
     def stats(self) -> dict[str, dict[str, int]]:
         return {image: pool.counts() for image, pool in self._pools.items()}
+
+    async def probe(self) -> None:
+        """Whether the engine makes containers again: create one (never started) of an image this
+        pool serves, and remove it, each within its deadline (EngineStalled past it). The container
+        carries the run's label, so one whose creation is answered late is reaped with the others."""
+        image = next(iter(self._pools), None)
+        if image is None:
+            async with engine_call("ask the engine's version"):
+                await self.docker.version()
+            return
+        name = f"intercode-probe-{uuid.uuid4().hex[:10]}"
+        async with engine_call("create a probe container", image=image):
+            probe = await self.docker.containers.create(
+                {"Image": image, "Labels": labels_for(self.owner, self.run_id, image),
+                 "HostConfig": {"NetworkMode": "none"}}, name=name)
+        await remove_quietly(self.docker, probe.id)
 
     async def warm(self, image: str, count: int, timeout: float = 120.0) -> None:
         """Create containers until `count` of the image are idle, without keeping that many idle
@@ -196,7 +213,7 @@ class Pool:
     async def aclose(self) -> None:
         """Remove every container of this run. Runs to the end even if cancelled again meanwhile."""
         if self._closing is None:
-            self._closing = asyncio.ensure_future(self._close())
+            self._closing = self._closer.start(self._close(), name="close")
         try:
             await asyncio.shield(self._closing)
         except asyncio.CancelledError:
@@ -220,7 +237,7 @@ class Pool:
     async def _remove_leftovers(self) -> int:
         """Remove every container labelled with this run that the pool no longer holds: those
         whose creation was cancelled before we learnt their id, and those we could not remove."""
-        with engine_call("list the run's containers"):
+        async with engine_call("list the run's containers"):
             found = await self.docker.containers.list(all=True, filters={"label": [f"{RUN}={self.run_id}"]})
         held = {member_id for pool in self._pools.values() for member_id in pool.members}
         leftovers = [c.id for c in found if c.id not in held]

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import ray.exceptions
 
 from environments.base import StepResult
+from foundation.concurrency import TaskOwner, stop
 from orchestrator.cluster.channel import Channel, HostLost
 
 if TYPE_CHECKING:
@@ -53,7 +54,8 @@ class RemoteEnvironment:
         self.failure: Exception | None = None  # why the episode could not be scored (environments.base)
         self._rows: list[Any] | None = None
         self._breakdown: dict[str, Any] | None = None
-        self._resetting: asyncio.Future[str] | None = None
+        self._resetting: asyncio.Task[str] | None = None
+        self._tasks = TaskOwner(f"remote-{kind}")
 
     async def __aenter__(self) -> RemoteEnvironment:
         return self  # the environment opens on the host with its first reset (one call for both), or `open`
@@ -81,7 +83,7 @@ class RemoteEnvironment:
 
     def begin_reset(self, task: Task, *, multi_turn: bool = False) -> asyncio.Future[str]:
         """As `Environment.begin_reset`: the reset runs while the first answer is asked for."""
-        self._resetting = asyncio.ensure_future(self.reset(task, multi_turn=multi_turn))
+        self._resetting = self._tasks.start(self.reset(task, multi_turn=multi_turn), name=f"reset {task.id}")
         return self._resetting
 
     async def ready(self) -> None:
@@ -109,10 +111,7 @@ class RemoteEnvironment:
 
     async def close(self) -> None:
         resetting, self._resetting = self._resetting, None
-        if resetting is not None:
-            resetting.cancel()
-            with contextlib.suppress(Exception, asyncio.CancelledError):
-                await resetting
+        await stop(resetting)
         env_id, self.env_id = self.env_id, None
         if env_id is None or (self.lost is not None and self.lost.done()):
             return  # a lost host has nothing left to give back

@@ -40,6 +40,7 @@ import ray
 import ray.exceptions
 import structlog
 
+from foundation.concurrency import TaskOwner
 from foundation.engine import engine
 from foundation.errors import UserError
 from orchestrator.cluster.agent import AgentSettings, node_cpus, spawn
@@ -98,7 +99,7 @@ class ClusterSite:
         self._joining: set[str] = set()
         self._joins = 0
         self._changed = asyncio.Event()
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks = TaskOwner("cluster-site")  # discovery, heartbeats, joins, losses: failures logged
         self._closing: set[asyncio.Future[Any]] = set()  # environments' close calls in flight, awaited at the end
 
     # ---------------------------------------------------------------- the Site seam (orchestrator.sweep.runner)
@@ -227,9 +228,7 @@ class ClusterSite:
             self._spawn(self._lose(host, reason))
 
     async def _close(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._tasks.aclose()
         closing, self._closing = list(self._closing), set()
         with contextlib.suppress(TimeoutError):  # a lost host's never end; its agent is gone anyway
             async with asyncio.timeout(SHUTDOWN_TIMEOUT):
@@ -335,9 +334,7 @@ class ClusterSite:
             self._joining.discard(resource)
 
     def _spawn(self, coroutine: Any) -> None:
-        task = asyncio.create_task(coroutine)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks.spawn(coroutine, name=coroutine.__qualname__)
 
 
 async def _shutdown(agent: Any) -> None:

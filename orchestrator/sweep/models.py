@@ -10,7 +10,6 @@ tells them apart.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import os
 from collections.abc import AsyncIterator, Sequence
@@ -27,6 +26,7 @@ from agents.llm.server import ScriptedLLMServer, ScriptedToolCall, ServerConfig
 from agents.llm.transport import transport
 from agents.models import answer_as, check_llm, tool_call_as
 from environments.kind import gold_actions
+from foundation.concurrency import TaskOwner
 from foundation.errors import ConfigError
 from orchestrator.models import resolve_model
 from orchestrator.store import LLMCall
@@ -124,8 +124,8 @@ class SweepModels:
             offline = {m.name: resolve_model(m.name, client=client, data_dir=data_dir)
                        for m in config.models if _offline(m.name)}
             stack.push_async_callback(client.aclose)
-            starting = asyncio.create_task(_start(client))
-            stack.push_async_callback(_stop, starting)
+            starting = await stack.enter_async_context(TaskOwner("llm-workers-start"))  # stopped at the end
+            starting.spawn(_start(client), name="start")
             yield cls(config, client, offline, spent)
 
     def spent_this_run(self) -> tuple[float, int]:
@@ -146,11 +146,6 @@ async def _start(client: LLMClient) -> None:
     except ModelError as exc:  # each call waits for a worker started again, or fails as a retryable connection error
         log.warning("llm_workers_unavailable", error=str(exc))
 
-
-async def _stop(task: asyncio.Task[None]) -> None:
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError, Exception):
-        await task
 
 
 def _offline(name: str) -> bool:

@@ -53,6 +53,6 @@ async def run(args: argparse.Namespace) -> int:
         print(f"viewing {len(sources)} store{'s' if len(sources) > 1 else ''} at {base}/ (Ctrl-C stops)", flush=True)
         try:
             await asyncio.Event().wait()
-        except asyncio.CancelledError:  # Ctrl-C or SIGTERM: the viewer wrote nothing, so stopping is the whole job
+        except asyncio.CancelledError:  # cancellation ends here: Ctrl-C or SIGTERM stops the viewer, its whole job
             print("viewer stopped", flush=True)
     return 0

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from foundation.errors import ConfigError, UserError
+from foundation.concurrency import TaskOwner
 from orchestrator.report.data import Results, load_results
 from orchestrator.report.view import ReportView, build_view
 from orchestrator.store.reader import REQUIRED_TABLES, database_path
@@ -73,6 +74,7 @@ class Source:
     _refresh: asyncio.Task[Snapshot] | None = None
     _progress: tuple[tuple[Any, ...], list[CellProgress]] | None = field(default=None, repr=False)
     _planned: PlannedEpisodes | None = field(default=None, repr=False)
+    _tasks: TaskOwner = field(default_factory=lambda: TaskOwner("view"), repr=False)  # the refresh
 
     @classmethod
     def open(cls, index: int, outdir: Path) -> Source:
@@ -119,10 +121,8 @@ class Source:
         return self._snapshot
 
     async def aclose(self) -> None:
-        if self._refresh is not None:
-            self._refresh.cancel()
-            # Its error, if it failed, was for a page that nobody waits for any more.
-            await asyncio.gather(self._refresh, return_exceptions=True)
+        # The refresh, if one runs: its error, if it failed, was for a page nobody waits for any more.
+        await self._tasks.aclose()
 
     def _refresh_for(self, token: tuple[Any, ...]) -> asyncio.Task[Snapshot] | None:
         """The task computing the view, started when the store moved and none runs; a failed one's
@@ -135,7 +135,7 @@ class Source:
             return task
         if self._snapshot is not None and self._snapshot.token == token:
             return None
-        self._refresh = asyncio.create_task(self._compute(token), name=f"view-{self.index}")
+        self._refresh = self._tasks.start(self._compute(token), name="refresh")
         return self._refresh
 
     async def _compute(self, token: tuple[Any, ...]) -> Snapshot:
