@@ -3,11 +3,14 @@ infrastructure re-runs, time limits, export, and every bad input as one line."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -36,6 +39,28 @@ def sweep_file(tmp_path: Path, body: str, *, name: str = "t", tasks: str = "star
 
 def sweep(*args: str | Path) -> int:
     return main(["sweep", *map(str, args), "--quiet"])
+
+
+@contextlib.contextmanager
+def container_killer(command: str) -> Iterator[None]:
+    """While the block runs, a thread kills (from outside, as the engine's failure would) every
+    container of this process's pools that runs `command`."""
+    stop = threading.Event()
+
+    def kill() -> None:
+        while not stop.wait(0.2):
+            for container in our_containers():
+                top = subprocess.run(["docker", "top", container], capture_output=True, text=True).stdout
+                if command in top:
+                    subprocess.run(["docker", "kill", container], capture_output=True)
+
+    thread = threading.Thread(target=kill, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(10)
 
 
 def our_containers() -> list[str]:
@@ -94,18 +119,18 @@ def test_over_300_episodes_at_concurrency_128_are_all_stored(tmp_path):
 
 def test_an_infrastructure_failure_is_rerun_a_bounded_number_of_times(tmp_path):
     task = load_tasks("starter-bash")[0]
-    trajectory = tmp_path / "kill.json"  # its one action kills the container's driver (the oldest icdriver)
+    trajectory = tmp_path / "wait.json"  # its one action waits, while the test kills its container from outside
     trajectory.write_text(json.dumps({"0": {"environment": "ic_bash", "dataset": "starter", "task_id": 0,
                                             "query": task.query, "turn_history": {
-                                                "actions": ["kill -9 $(pgrep -o -f /usr/lib/intercode/icdriver.pyz)"],
-                                                "observations": [""],
+                                                "actions": ["sleep 8.5"], "observations": [""],
                                                 "rewards": [0], "valid_action": [True]}}}))
     path = sweep_file(tmp_path, f'[[models]]\nname = "replay:{trajectory}"\n', infra_retries=2)
-    assert sweep(path) == 0
+    with container_killer("sleep 8.5"):
+        assert sweep(path) == 0
     out = tmp_path / "out"
     stored = {r[0]: r[1:] for r in rows(out, "SELECT task_id, status, failure_class, attempts, error FROM episodes")}
     status, failure, attempts, error = stored[task.id]
-    assert (status, failure, attempts) == ("infra_error", "infra", 3) and "DriverLost" in error
+    assert (status, failure, attempts) == ("infra_error", "infra", 3) and "driver exited" in error
     assert all(v[1] is None for k, v in stored.items() if k != task.id)  # the others are unaffected
     assert sweep(path) == 0  # a resume runs infra failures again, and replaces them
     assert rows(out, "SELECT count(*), max(run_id) FROM episodes WHERE task_id = ?".replace("?", repr(task.id))) == [(1, 2)]

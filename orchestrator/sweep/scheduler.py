@@ -28,12 +28,13 @@ import structlog
 from environments.kind import kind_spec
 from environments.runtime import Runtime, is_service
 from environments.sql_server import sql_server
+from foundation.concurrency import TaskOwner
 from foundation.errors import ConfigError, EngineUnavailable, SandboxError, UserError
 from foundation.pool import ImagePoolConfig
 from foundation.settings import PROJECT_ROOT, cache_dir
 from orchestrator.cluster import require_ray
 from orchestrator.images.ensure import ensure_images
-from orchestrator.store import Store
+from orchestrator.store import EpisodeRecord, Store
 from orchestrator.store.store import config_json
 from orchestrator.sweep.config import PoolSettings, SweepConfig
 from orchestrator.sweep.models import SweepModels, check_models
@@ -133,22 +134,19 @@ async def _run(config: SweepConfig, todo: list[PlannedEpisode], task_sets: dict[
             return await _run_on_cluster(config, todo, images, pools, models, store, run_id, progress, data_dir)
         async with Runtime.open(data_dir=data_dir, reward_mode=config.reward_mode, images=pools,
                                 run_id=run_label(run_id), gold_dir=cache_dir() / "gold",
-                                engine_wait=config.engine_wait) as runtime:
+                                engine_wait=config.engine_wait, engine_timeout=config.engine_timeout) as runtime:
             progress.attach(models.client, runtime)
             # The shared database servers start in the background: an episode's reset joins the start,
-            # and its first model call runs meanwhile (see agents.strategies.common.ask).
-            services = [asyncio.ensure_future(sql_server(runtime, image)) for image in _services(todo)]
-            try:
+            # and its first model call runs meanwhile (see agents.strategies.common.ask). A failed
+            # start is met, and reported, by the episodes that need the server.
+            async with TaskOwner("services") as services:  # done long ago, unless the sweep stopped at once
+                for image in _services(todo):
+                    services.spawn(sql_server(runtime, image), name=image)
                 await _warm(runtime, todo, config.concurrency)
                 progress.warmed()
                 capacity = lambda image: None if not image or is_service(image) else runtime.pool.capacity(image)  # noqa: E731
                 with _steady_gc():
                     return await _episodes(config, todo, LocalSite(runtime), capacity, models, store, run_id, progress)
-            finally:
-                for service in services:  # done long ago, unless the sweep stopped at once
-                    service.cancel()
-                # a failed start was met, and reported, by the episodes that needed the server
-                await asyncio.gather(*services, return_exceptions=True)
 
 
 async def _run_on_cluster(config: SweepConfig, todo: list[PlannedEpisode], images: list[str],
@@ -163,7 +161,7 @@ async def _run_on_cluster(config: SweepConfig, todo: list[PlannedEpisode], image
     environments = tuple(sorted({directory for e in todo if (directory := kind_spec(e.task.env).directory)}))
     agent = AgentSettings(data_dir=str(data_dir) if data_dir else None, run_id=run_label(run_id),
                           reward_mode=config.reward_mode, pools=pools, engine_wait=config.engine_wait,
-                          node_gold_cache=True, environments=environments)
+                          engine_timeout=config.engine_timeout, node_gold_cache=True, environments=environments)
     async with ClusterSite.open(config.cluster, agent=agent, images=images, services=_services(todo),
                                 warm=_wanted(todo, config.concurrency), concurrency=config.concurrency,
                                 wait_for_hosts=config.engine_wait, sized=_sized(config, images)) as site:
@@ -193,15 +191,18 @@ async def _episodes(config: SweepConfig, todo: list[PlannedEpisode], site: Site,
                            retries=config.infra_retries, on_retry=progress.retried)
     dispatcher = Dispatcher(todo, capacity=capacity)
     budget = models.client.budget
+    stored = 0
 
     async def worker() -> None:
+        nonlocal stored
         while not (budget is not None and budget.exhausted) and (episode := dispatcher.take()) is not None:
             progress.started(episode)
             try:
-                record = await runner.run(episode)
+                record = await _run_one(runner, episode)
             finally:
                 dispatcher.done(episode)
             await store.add_episode(run_id, config.name, record, spent=models.spent_this_run())
+            stored += 1
             progress.finished(episode, record)
 
     try:
@@ -210,7 +211,28 @@ async def _episodes(config: SweepConfig, todo: list[PlannedEpisode], site: Site,
                 group.create_task(worker(), name=f"worker-{n}")
     except BaseExceptionGroup as group_error:
         raise _first(group_error) from None
+    if stored + len(dispatcher) != len(todo):  # every episode is stored, or left for a resume by the budget
+        raise SweepIncomplete(f"{len(todo) - len(dispatcher) - stored} episodes of this run were neither stored nor "
+                              "left for a resume: run the same command to run them")
     return len(dispatcher)
+
+
+class SweepIncomplete(UserError):
+    """Episodes were lost without an error of their own: the run is not finished (a resume runs them)."""
+
+
+async def _run_one(runner: EpisodeRunner, episode: PlannedEpisode) -> EpisodeRecord:
+    """The episode's record. A cancellation its worker was not sent (one that leaked from work it
+    shared with another episode) is an error naming the episode, never a worker quietly gone."""
+    try:
+        return await runner.run(episode)
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise
+        raise SweepIncomplete(f"episode {episode.task.id} ({episode.model}, {episode.strategy}, epoch "
+                              f"{episode.key.epoch}) ended with a cancellation nobody sent: run the same command "
+                              "to run it again") from None
 
 
 async def _warm(runtime: Runtime, todo: list[PlannedEpisode], concurrency: int) -> None:
