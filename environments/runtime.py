@@ -22,7 +22,8 @@ import aiodocker
 import structlog
 
 from environments.gold import GoldCache
-from foundation.engine import engine, engine_call, engine_host
+from foundation.concurrency import SharedWork
+from foundation.engine import CALL_TIMEOUT, EngineSettings, engine, engine_call, engine_host, engine_settings
 from foundation.engine_watch import EngineWatch
 from foundation.pool import ActionLimits, Hardening, ImagePoolConfig, Pool
 from foundation.sandbox import SandboxProvider
@@ -39,7 +40,7 @@ def is_service(image: str) -> bool:
 
 def default_pool_config(image: str) -> ImagePoolConfig:
     if is_service(image):  # a database server: reachable from the host, reset by its own means
-        return ImagePoolConfig(min_idle=0, max_size=1, reset=False, check_changes=False,
+        return ImagePoolConfig(min_idle=0, max_size=1, reset=False, check_changes=False, keeper=False,
                                hardening=Hardening(network=True, memory_mb=2048, cpus=2.0, pids=2048))  # a thread per connection
     return ImagePoolConfig(min_idle=0, max_size=16)
 
@@ -53,34 +54,50 @@ class Runtime:
         self.reward_mode: RewardMode = reward_mode
         self.gold = gold or GoldCache()
         self.watch: EngineWatch | None = None
+        self.engine_settings = EngineSettings()  # its engine calls' deadline, and whom a stalled one tells
         self._services: dict[str, tuple[Any, AsyncExitStack]] = {}
-        self._service_locks: dict[str, asyncio.Lock] = {}
+        self._starting: SharedWork[str, Any] = SharedWork("service")
         self._digests: dict[str, str] = {}
         self._workdirs: dict[str, str] = {}
         self._stack = AsyncExitStack()
+        # Closed last of the runtime's own (before the pool): shared work still running is stopped.
+        self._stack.push_async_callback(self.gold.aclose)
+        self._stack.push_async_callback(self._starting.aclose)
 
     @classmethod
     @asynccontextmanager
     async def open(cls, *, data_dir: Path | None = None, reward_mode: RewardMode = "original",
                    images: dict[str, ImagePoolConfig] | None = None, limits: ActionLimits | None = None,
                    run_id: str | None = None, gold_dir: Path | None = None,
-                   engine_wait: float | None = None) -> AsyncIterator[Runtime]:
+                   engine_wait: float | None = None, engine_timeout: float = CALL_TIMEOUT) -> AsyncIterator[Runtime]:
         """`gold_dir` keeps gold results across runs (keyed by image digest, so a rebuilt image
         recomputes them). `engine_wait`: seconds to wait for an engine that went away (None: no
-        watching; an engine error is then only the episode's)."""
+        watching; an engine error is then only the episode's). `engine_timeout`: seconds an engine
+        call may take; past it the engine is taken for hung (watched: an outage until it makes a
+        container again)."""
         configs = dict(images or {})
+        watches: list[EngineWatch] = []  # the watch, once it runs: told of every call that stalled
 
         def config_for(image: str) -> ImagePoolConfig:
             return configs.get(image) or default_pool_config(image)
 
-        async with engine() as docker:
-            async with Pool(docker, {}, run_id=run_id, limits=limits, default_config=config_for) as pool:
-                runtime = cls(docker, pool, data_dir=data_dir, reward_mode=reward_mode, gold=GoldCache(gold_dir))
-                async with runtime._stack:
-                    if engine_wait is not None:
-                        runtime.watch = await runtime._stack.enter_async_context(EngineWatch(
-                            docker, engine_host(), limit=engine_wait, on_lost=pool.suspend, on_back=runtime.recover))
-                    yield runtime
+        def stalled(reason: str) -> None:
+            for watch in watches:
+                watch.stalled(reason)
+
+        settings = EngineSettings(call_timeout=engine_timeout, on_stall=stalled)
+        with engine_settings(settings):
+            async with engine() as docker:
+                async with Pool(docker, {}, run_id=run_id, limits=limits, default_config=config_for) as pool:
+                    runtime = cls(docker, pool, data_dir=data_dir, reward_mode=reward_mode, gold=GoldCache(gold_dir))
+                    runtime.engine_settings = settings
+                    async with runtime._stack:
+                        if engine_wait is not None:
+                            runtime.watch = await runtime._stack.enter_async_context(EngineWatch(
+                                docker, engine_host(), limit=engine_wait, on_lost=pool.suspend,
+                                on_back=runtime.recover, probe=pool.probe, call_timeout=engine_timeout))
+                            watches.append(runtime.watch)
+                        yield runtime
 
     @classmethod
     @asynccontextmanager
@@ -113,7 +130,7 @@ class Runtime:
     async def _inspect(self, image: str) -> dict[str, Any]:
         if self.docker is None:  # a local provider's image is a name: no digest of its own, "/" its workdir
             return {"Id": f"local:{image}", "Config": {"WorkingDir": "/"}}
-        with engine_call(f"inspect image {image}", image=image):
+        async with engine_call(f"inspect image {image}", image=image):
             return await self.docker.images.inspect(image)
 
     async def image_digest(self, image: str) -> str:
@@ -131,19 +148,23 @@ class Runtime:
 
     async def service(self, name: str, start: Callable[[AsyncExitStack], Awaitable[Any]]) -> Any:
         """A shared service (like the SQL server), started once on first use and stopped with the
-        runtime, or when the engine comes back after going away (then started again on next use)."""
-        lock = self._service_locks.setdefault(name, asyncio.Lock())
-        async with lock:
-            if name not in self._services:
-                stack = AsyncExitStack()
-                try:
-                    value = await start(stack)
-                except BaseException:
-                    await stack.aclose()
-                    raise
-                self._services[name] = (value, stack)
-                self._stack.push_async_callback(self._stop_service, name, stack)
+        runtime, or when the engine comes back after going away (then started again on next use).
+        Its start runs in a task of the runtime's (SharedWork): an episode cancelled while it waits
+        stops only its own wait, and a start that fails fails every episode waiting for it."""
+        if name in self._services:
             return self._services[name][0]
+        return await self._starting.get(name, lambda: self._start_service(name, start))
+
+    async def _start_service(self, name: str, start: Callable[[AsyncExitStack], Awaitable[Any]]) -> Any:
+        stack = AsyncExitStack()
+        try:
+            value = await start(stack)
+        except BaseException:
+            await stack.aclose()
+            raise
+        self._services[name] = (value, stack)
+        self._stack.push_async_callback(self._stop_service, name, stack)
+        return value
 
     async def drop_service(self, name: str, value: Any) -> None:
         """Forget the service `value` (its container died): the next use starts it again. A no-op

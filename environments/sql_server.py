@@ -240,7 +240,7 @@ async def forget_if_dead(runtime: Runtime, server: SqlServer) -> None:
     ran out of memory), the runtime forgets the server and the next episode starts another. A
     server that is only slow stays; an engine that went away is the engine watch's to handle."""
     try:
-        with engine_call("inspect the SQL container", container_id=server.container_id, image=server.image):
+        async with engine_call("inspect the SQL container", container_id=server.container_id, image=server.image):
             info = await runtime.docker.containers.container(server.container_id).show()
         running = bool((info.get("State") or {}).get("Running"))
     except aiodocker.DockerError:  # 404: it is gone
@@ -266,7 +266,7 @@ async def start_server(runtime: Runtime, image: str, stack: AsyncExitStack, sett
 
 
 async def _address(docker: aiodocker.Docker, sandbox: Sandbox) -> str:
-    with engine_call("inspect the SQL container", container_id=sandbox.container_id, image=sandbox.image):
+    async with engine_call("inspect the SQL container", container_id=sandbox.container_id, image=sandbox.image):
         info = await docker.containers.container(sandbox.container_id).show()
     networks = (info.get("NetworkSettings") or {}).get("Networks") or {}
     for network in networks.values():

@@ -6,22 +6,29 @@ for its container's whole life, so the connector has no connection limit (aiohtt
 
 `engine_call` is the boundary: whatever the engine's transport raises (aiohttp's connection
 errors, aiodocker's stream assertions, a 5xx answer) leaves it as one of our SandboxErrors, so an
-engine that restarts mid-run is an infrastructure failure, never a task's.
+engine that restarts mid-run is an infrastructure failure, never a task's. It is also where every
+call gets its deadline: Debian's dockerd 20.10 can half-deadlock (moby#42545: ping and `docker ps`
+answer, create, start, exec, inspect and remove hang), and a call past its deadline is
+`EngineStalled`, reported to whoever watches the engine (`engine_settings(on_stall=...)`), which
+handles it as an engine that went away.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 
 import aiodocker
 import aiohttp
 
-from foundation.errors import EngineLost, EngineUnavailable, SandboxError
+from foundation.errors import EngineLost, EngineStalled, EngineUnavailable, SandboxError
 
 PING_TIMEOUT = 10.0  # seconds; a healthy engine answers in milliseconds
+CALL_TIMEOUT = 60.0  # seconds an engine call may take (create, start, inspect, remove): a loaded engine takes a few
 DEFAULT_HOST = "unix:///var/run/docker.sock"
 CANNOT_CONNECT = 900  # the status aiodocker gives a DockerError when no connection could be made
 # What the engine's transport raises when the engine goes away: aiohttp's connection errors (also
@@ -76,12 +83,60 @@ async def engine() -> AsyncIterator[aiodocker.Docker]:
         await connector.close()
 
 
+@dataclass(frozen=True)
+class EngineSettings:
+    """How long an engine call may take, and whom to tell when one took longer."""
+
+    call_timeout: float = CALL_TIMEOUT
+    on_stall: Callable[[str], object] | None = None
+
+
+_SETTINGS: ContextVar[EngineSettings] = ContextVar("engine_settings", default=EngineSettings())
+
+
 @contextmanager
-def engine_call(what: str, *, container_id: str | None = None, image: str | None = None) -> Iterator[None]:
-    """Errors of the engine's transport, and its 5xx answers, as our infra errors. A 4xx answer
-    (no such container or image, a conflict) stays an aiodocker.DockerError for the caller."""
+def engine_settings(settings: EngineSettings) -> Iterator[None]:
+    """Every engine call made from here (and from the tasks started meanwhile) has these settings.
+    Left from another task than the one that entered it (an actor's calls), it restores the
+    settings that task had before."""
+    previous = _SETTINGS.get()
+    _SETTINGS.set(settings)
     try:
         yield
+    finally:
+        _SETTINGS.set(previous)
+
+
+def use_engine_settings(settings: EngineSettings) -> None:
+    """These settings for the rest of the current task (a host agent's call, served in a task of
+    its own, takes its runtime's)."""
+    _SETTINGS.set(settings)
+
+
+def call_timeout() -> float:
+    return _SETTINGS.get().call_timeout
+
+
+@asynccontextmanager
+async def engine_call(what: str, *, container_id: str | None = None, image: str | None = None,
+                      timeout: float | None = None) -> AsyncIterator[None]:
+    """Errors of the engine's transport, and its 5xx answers, as our infra errors; past its deadline
+    (`timeout`, else the settings'), EngineStalled. A 4xx answer (no such container or image, a
+    conflict) stays an aiodocker.DockerError for the caller."""
+    settings = _SETTINGS.get()
+    limit = timeout or settings.call_timeout
+    try:
+        async with asyncio.timeout(limit) as deadline:
+            yield
+    except TimeoutError as exc:
+        if not deadline.expired():
+            raise EngineLost(f"{what}: lost the Docker engine ({describe(exc)})",
+                             container_id=container_id, image=image) from exc
+        stalled = EngineStalled(f"the Docker engine at {engine_host()} stopped answering ({what} took longer than "
+                                f"{limit:g} s): restart it", container_id=container_id, image=image)
+        if settings.on_stall is not None:
+            settings.on_stall(str(stalled))
+        raise stalled from None
     except aiodocker.DockerError as exc:
         if exc.status == CANNOT_CONNECT:
             raise EngineLost(f"{what}: lost the Docker engine ({exc.message})",
@@ -93,6 +148,21 @@ def engine_call(what: str, *, container_id: str | None = None, image: str | None
     except TRANSPORT_ERRORS as exc:
         raise EngineLost(f"{what}: lost the Docker engine ({describe(exc)})",
                          container_id=container_id, image=image) from exc
+
+
+@asynccontextmanager
+async def engine_deadline(what: str, timeout: float | None = None) -> AsyncIterator[None]:
+    """A deadline for a one-shot command's engine call (an image's inspect, build or removal): past
+    it, one EngineUnavailable line that says to restart the engine. Errors stay the caller's."""
+    limit = timeout or call_timeout()
+    try:
+        async with asyncio.timeout(limit) as deadline:
+            yield
+    except TimeoutError:
+        if not deadline.expired():
+            raise
+        raise EngineUnavailable(f"the Docker engine at {engine_host()} stopped answering ({what} took longer than "
+                                f"{limit:g} s): restart it") from None
 
 
 def describe(exc: BaseException) -> str:

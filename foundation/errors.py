@@ -46,6 +46,10 @@ class DriverLost(SandboxError):
     """The in-container driver process died or its stream closed."""
 
 
+class DriverExited(DriverLost):
+    """The driver's stream ended: its process is gone (killed, or its container stopped)."""
+
+
 class ContainerDied(SandboxError):
     """The container stopped while it was in use."""
 
@@ -53,3 +57,8 @@ class ContainerDied(SandboxError):
 class EngineLost(SandboxError):
     """The connection to the Docker engine failed mid-run (a restart, a crash, a closed stream):
     infrastructure, never the task's fault. The run waits for the engine and re-runs the episode."""
+
+
+class EngineStalled(EngineLost):
+    """The engine answers ping but a call took longer than its deadline (a half-deadlocked dockerd):
+    handled as an engine that went away, until such calls are answered again."""

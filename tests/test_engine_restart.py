@@ -2,12 +2,15 @@
 test's own (tests/second_engine.py), stopped for 3 s and for 30 s while a sweep runs, the sweep
 finishes with the episodes and rewards of an uninterrupted run, stores no task error or timeout,
 and leaves no container. An engine that stays away stops the sweep with one line, the run marked
-`interrupted`; the next run finishes it."""
+`interrupted`; the next run finishes it. So does an engine that hangs: frozen (SIGSTOP), noticed by
+the heartbeat within a ping's deadline, or half-hung (its create calls held by tests/engine_proxy.py
+while ping answers), noticed by the call past its deadline."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -19,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from foundation.settings import PROJECT_ROOT
+from tests.engine_proxy import HangingProxy
 from tests.second_engine import SecondEngine
 from tests.test_sweep_kill import results, stored
 
@@ -35,6 +39,7 @@ max_turns = 3
 epochs = 3
 concurrency = 16
 engine_wait = {wait}
+engine_timeout = {timeout}
 [[models]]
 name = "oracle"
 [[models]]
@@ -76,13 +81,13 @@ def reference(second_engine: SecondEngine, tmp_path_factory: pytest.TempPathFact
     return rows
 
 
-def sweep_file(directory: Path, *, wait: float) -> Path:
+def sweep_file(directory: Path, *, wait: float, timeout: float = 60.0) -> Path:
     path = directory / "sweep.toml"
-    path.write_text(SWEEP.format(out=directory / "runs", wait=wait))
+    path.write_text(SWEEP.format(out=directory / "runs", wait=wait, timeout=timeout))
     return path
 
 
-def start(path: Path, engine: SecondEngine, *, quiet: bool = True) -> subprocess.Popen[str]:
+def start(path: Path, engine: SecondEngine | HangingProxy, *, quiet: bool = True) -> subprocess.Popen[str]:
     env = {**os.environ, "DOCKER_HOST": engine.host, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     argv = [sys.executable, "-m", "orchestrator", "sweep", str(path), "--no-report", *(["--quiet"] if quiet else [])]
     return subprocess.Popen(argv, cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -174,3 +179,57 @@ def test_an_engine_that_stays_away_stops_the_sweep_with_one_line(second_engine, 
     assert results(out) == reference
     assert kept >= STOP_AFTER
     assert second_engine.managed_containers() == []  # the stopped run's containers were reaped
+
+
+def finished_as_the_reference(process: subprocess.Popen[str], out: Path, reference: list[tuple],
+                              engine: SecondEngine) -> str:
+    """Wait for the sweep; it must end as an uninterrupted run would have. Its stderr."""
+    try:
+        _, err = process.communicate(timeout=600)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0 and "Traceback" not in err, err
+    assert results(out) == reference
+    episode_statuses, run_statuses, _ = statuses(out)
+    assert not {"task_error", "timeout", "infra_error"} & set(episode_statuses), episode_statuses
+    assert run_statuses == ["finished"] and engine.managed_containers() == []
+    return err
+
+
+def test_a_half_hung_engine_is_waited_for_and_costs_re_runs_not_results(second_engine, reference, tmp_path):
+    proxy = HangingProxy(second_engine.socket, tmp_path / "proxy.sock")
+    proxy.start()
+    try:
+        proxy.hang_at_first(20.0)  # from the first container the sweep creates: 20 s of held creates
+        out = tmp_path / "runs"
+        finished_as_the_reference(start(sweep_file(tmp_path, wait=300, timeout=4), proxy), out, reference,
+                                  second_engine)
+    finally:
+        proxy.close()
+    assert proxy.held >= 1 and proxy.first_held_at is not None
+    lost, back = log_events(out, "engine_unreachable"), log_events(out, "engine_back")
+    assert lost and "stopped answering (" in lost[0]["reason"] and "took longer than 4 s" in lost[0]["reason"]
+    assert len(back) == len(lost)
+    noticed = datetime.fromisoformat(lost[0]["timestamp"]).timestamp() - proxy.first_held_at
+    print(f"half-hung engine: noticed {noticed:.1f} s after its first held create (deadline 4 s); "
+          f"{proxy.held} requests held; back after {[e['after_s'] for e in back]} s")
+
+
+def test_a_frozen_engine_is_noticed_within_a_ping_and_costs_re_runs_not_results(second_engine, reference, tmp_path):
+    out = tmp_path / "runs"
+    process = start(sweep_file(tmp_path, wait=300), second_engine)
+    assert second_engine.process is not None
+    try:
+        wait_for(process, out, STOP_AFTER)
+        frozen = time.time()
+        os.kill(second_engine.process.pid, signal.SIGSTOP)
+        time.sleep(20)
+    finally:
+        os.kill(second_engine.process.pid, signal.SIGCONT)
+    finished_as_the_reference(process, out, reference, second_engine)
+    lost = log_events(out, "engine_unreachable")
+    noticed = datetime.fromisoformat(lost[0]["timestamp"]).timestamp() - frozen
+    assert lost and noticed < 15, (noticed, lost)  # a ping of at most 10 s, every 2 s
+    print(f"frozen engine: noticed {noticed:.1f} s after SIGSTOP ({lost[0]['reason']})")

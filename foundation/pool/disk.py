@@ -38,8 +38,8 @@ from pathlib import Path
 import aiodocker
 import structlog
 
-from foundation.engine import TRANSPORT_ERRORS, engine_host
-from foundation.errors import SandboxError
+from foundation.engine import engine_call, engine_host
+from foundation.errors import EngineLost, EngineStalled, SandboxError
 
 log = structlog.get_logger(__name__)
 
@@ -105,8 +105,11 @@ class DiskCaps:
 async def probe(docker: aiodocker.Docker) -> DiskCaps:
     """Find how this engine's containers can be capped (once per pool)."""
     try:
-        info = await docker.system.info()
-    except (aiodocker.DockerError, *TRANSPORT_ERRORS) as exc:
+        async with engine_call("describe the engine's storage"):
+            info = await docker.system.info()
+    except (aiodocker.DockerError, EngineLost) as exc:  # a stalled engine (EngineStalled) is the caller's
+        if isinstance(exc, EngineStalled):
+            raise
         return DiskCaps("none", f"the engine did not describe its storage ({exc!r})")
     driver = str(info.get("Driver", ""))
     status = {str(k): str(v) for k, v in info.get("DriverStatus") or []}

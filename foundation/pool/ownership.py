@@ -62,7 +62,7 @@ def labels_for(owner: Owner, run_id: str, image: str) -> dict[str, str]:
 
 async def reap_orphans(docker: aiodocker.Docker) -> int:
     """Remove every managed container whose owner process no longer exists. Returns the count."""
-    with engine_call("list the pool containers"):
+    async with engine_call("list the pool containers"):
         found = await docker.containers.list(all=True, filters={"label": [MANAGED]})
     reaped = 0
     for container in found:
@@ -80,7 +80,7 @@ async def remove_quietly(docker: aiodocker.Docker, container_id: str) -> None:
     """Force-remove; a container that is already gone is not an error. SandboxError (EngineLost
     when the engine does not answer) when it could not be removed."""
     try:
-        with engine_call("remove the container", container_id=container_id):
+        async with engine_call("remove the container", container_id=container_id):
             await docker.containers.container(container_id).delete(force=True, v=True)
     except aiodocker.DockerError as exc:
         if exc.status not in (404, 409):  # 409: removal already in progress

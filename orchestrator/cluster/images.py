@@ -32,12 +32,14 @@ import aiodocker
 import ray.exceptions
 import structlog
 
+from foundation.engine import engine_deadline
 from foundation.errors import ImageError, UserError
 from orchestrator.cluster.remote import HostLost
 from orchestrator.images.build import HASH_LABEL
 from orchestrator.images.engine_build import find_image
 from orchestrator.images.specs import BY_NAME
 
+IMAGE_TRANSFER_TIMEOUT = 1800.0  # seconds to save or load an image archive of a few GB
 log = structlog.get_logger(__name__)
 
 KEPT_ARCHIVES = 4  # archives a node receives at once; the oldest unfinished one is dropped beyond
@@ -104,7 +106,8 @@ class ImageLoader:
 
 async def _load(docker: aiodocker.Docker, archive: BinaryIO, token: str) -> list[str]:
     try:
-        lines = await docker.images.import_image(data=archive)
+        async with engine_deadline(f"load image archive {token}", IMAGE_TRANSFER_TIMEOUT):
+            lines = await docker.images.import_image(data=archive)
     except aiodocker.DockerError as exc:
         raise ImageError(f"the engine did not load image archive {token}: {exc.message}") from exc
     loaded = [line["stream"].split(":", 1)[1].strip() for line in lines
@@ -257,7 +260,8 @@ async def _archive(docker: aiodocker.Docker, images: tuple[str, ...], files: Exi
 
 async def _export(docker: aiodocker.Docker, image: str, into: BinaryIO) -> None:
     try:
-        async with docker.images.export_image(image) as stream:
+        async with engine_deadline(f"save image {image}", IMAGE_TRANSFER_TIMEOUT), \
+                docker.images.export_image(image) as stream:
             while chunk := await stream.read(COPY_BYTES):
                 await asyncio.to_thread(into.write, chunk)
     except aiodocker.DockerError as exc:

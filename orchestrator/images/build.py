@@ -18,7 +18,7 @@ from typing import Any
 
 import aiodocker
 
-from foundation.engine import engine
+from foundation.engine import engine, engine_deadline
 from foundation.errors import ImageError
 from orchestrator.images.base import ensure_base
 from orchestrator.images.context import Entry, collect, describe, inputs_hash, write_tar
@@ -115,7 +115,8 @@ async def _drop_replaced(docker: aiodocker.Docker, name: str, image_id: str, pro
     """Delete an image a new build replaced, unless something still uses it (a container or a
     child image): every rebuild would otherwise leave a few hundred MB of untagged layers."""
     try:
-        await docker.images.delete(image_id)
+        async with engine_deadline(f"remove image {image_id[7:19]}"):
+            await docker.images.delete(image_id)
     except aiodocker.DockerError as exc:
         if exc.status not in (404, 409):
             raise

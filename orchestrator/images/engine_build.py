@@ -16,9 +16,11 @@ from typing import IO, Any, NamedTuple
 import aiodocker
 import aiohttp
 
+from foundation.engine import engine_deadline
 from foundation.errors import EngineUnavailable, ImageError
 
 TAIL_LINES = 15  # output lines shown when a step fails
+BUILD_TIMEOUT = 3600.0  # seconds a build may take unless its spec says (the SQL image's load takes minutes)
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # the engine colours a step's stderr
 BOOKKEEPING = re.compile(r"^ ---> |^Removing intermediate container |^Successfully (built|tagged) ")
 
@@ -39,7 +41,8 @@ def no_progress(line: Line) -> None:
 async def find_image(docker: aiodocker.Docker, ref: str) -> dict[str, Any] | None:
     """The engine's inspect data for an image, or None when it has no such image."""
     try:
-        return await docker.images.inspect(ref)
+        async with engine_deadline(f"inspect image {ref}"):
+            return await docker.images.inspect(ref)
     except aiodocker.DockerError as exc:
         if exc.status == 404:
             return None
@@ -51,8 +54,9 @@ async def run_build(docker: aiodocker.Docker, image: str, context: IO[bytes], *,
                     nocache: bool = False, progress: Progress = no_progress, dockerfile: str = "Dockerfile",
                     timeout: float | None = None) -> str:
     """Build `context` (an uncompressed tar) as `tag`; returns the new image ID. `timeout`: seconds
-    the build may take (ImageError past it)."""
+    the build may take (ImageError past it; by default an hour, which no build of ours nears)."""
     watcher = _Watcher(image, progress)
+    timeout = timeout or BUILD_TIMEOUT
     try:
         async with asyncio.timeout(timeout):
             stream = docker.images.build(fileobj=context, encoding="identity", tag=tag, labels=dict(labels),
@@ -69,7 +73,8 @@ async def run_build(docker: aiodocker.Docker, image: str, context: IO[bytes], *,
         raise EngineUnavailable(f"lost the Docker engine while building {image} ({exc}): "
                                 "run scripts/ensure-engine.sh") from exc
     if watcher.image_id is None:  # engines before API 1.30 report no aux ID; ask by tag
-        watcher.image_id = (await docker.images.inspect(tag))["Id"]
+        async with engine_deadline(f"inspect image {tag}"):
+            watcher.image_id = (await docker.images.inspect(tag))["Id"]
     return watcher.image_id
 
 

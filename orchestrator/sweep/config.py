@@ -155,6 +155,9 @@ class SweepConfig(BaseModel):
     infra_retries: int = Field(2, ge=0, le=10, description="re-runs of an episode after an infrastructure failure")
     engine_wait: float = Field(300.0, gt=0, description="seconds to wait for a Docker engine that went away (a "
                                                          "restart) before stopping; episodes go on when it is back")
+    engine_timeout: float = Field(60.0, gt=0, le=3600, description="seconds an engine call (create, start, inspect, "
+                                  "remove) may take; past it the engine is taken for hung, and waited for as one "
+                                  "that went away")
     reward_mode: Literal["original", "strict"] = "original"
     data_dir: Path | None = Field(None, description="the benchmark data; default: INTERCODE_DATA_DIR or ../shared/intercode-data")
     pools: dict[str, PoolSettings] = Field(default_factory=dict, description="image -> most containers at once, or "
