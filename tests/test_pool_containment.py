@@ -6,6 +6,7 @@ import pytest
 
 from foundation.errors import DriverLost
 from foundation.pool import ActionLimits, ImagePoolConfig
+from foundation.pool.sandbox import KILLED
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -81,11 +82,20 @@ async def test_rm_rf_testbed_is_restored(pool, fs1_image):
     await assert_recovered(pool, fs1_image)
 
 
-async def test_a_dead_driver_breaks_only_that_container(pool, fs1_image):
+async def test_an_action_that_kills_the_driver_gets_another_and_its_container_is_not_reused(pool, fs1_image):
+    async with pool.lease(fs1_image) as sandbox:
+        victim = sandbox.container_id
+        killed = await sandbox.run("kill -9 $PPID")  # the driver: what an agent did to its own container
+        assert killed.exit_code == 137 and killed.output == KILLED
+        assert (await sandbox.run("echo still here")).output == "still here\n"  # a new driver, same container
+        assert sandbox.broken is not None
+    async with pool.lease(fs1_image) as sandbox:
+        assert sandbox.container_id != victim  # retired: what the action left is not the reset's to undo
+        assert (await sandbox.run("echo fine")).output == "fine\n"
+
+
+async def test_a_container_that_dies_under_an_action_is_a_lost_driver(pool, fs1_image, docker):
     with pytest.raises(DriverLost, match="driver"):
         async with pool.lease(fs1_image) as sandbox:
-            victim = sandbox.container_id
-            await sandbox.run("kill -9 $PPID")
-    async with pool.lease(fs1_image) as sandbox:
-        assert sandbox.container_id != victim
-        assert (await sandbox.run("echo fine")).output == "fine\n"
+            await docker.containers.container(sandbox.container_id).kill()  # from outside: infrastructure
+            await sandbox.run("echo never")

@@ -39,6 +39,9 @@ class ImagePoolConfig(BaseModel):
     wait_when_cpu_busy: bool = Field(True, description="While the CPUs are saturated and 2 or more containers of "
                                      "the image serve, a lease waits for one of them instead of creating another.")
     health_interval: float = Field(30.0, gt=0, description="Seconds between health checks of idle containers.")
+    keeper: bool = Field(True, description="The container's first process is ours, which an agent's `kill -9 -1` "
+                         "cannot kill (PID 1), so the container outlives it and its driver is started again; off: "
+                         "the image's own CMD (a database server).")
     hardening: Hardening = Field(default_factory=Hardening)
 
 

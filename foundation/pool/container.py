@@ -12,8 +12,9 @@ import uuid
 import aiodocker
 import structlog
 
-from foundation.engine import TRANSPORT_ERRORS, engine_call
-from foundation.errors import ContainerDied, EngineLost, ImageError, SandboxError
+from foundation.concurrency import SharedWork
+from foundation.engine import engine_call
+from foundation.errors import ContainerDied, ImageError, SandboxError
 from foundation.pool.config import Hardening
 from foundation.pool.disk import DiskCaps
 from foundation.pool.driver import DriverClient
@@ -63,7 +64,7 @@ class PooledContainer:
         # Paths in the engine's diff from the start (docker-init's mount point, for one): not the agent's.
         self.initial_changes: frozenset[str] = frozenset()
         self.upper_dir: str | None = None
-        self._removal: asyncio.Future[None] | None = None
+        self._removal: SharedWork[str, None] = SharedWork(f"remove {self.id[:12]}")
 
     def move_to(self, new: ContainerState, reason: str | None = None) -> None:
         if new not in TRANSITIONS[self.state]:
@@ -92,12 +93,24 @@ class PooledContainer:
         """
         if self.upper_dir is not None:
             return await asyncio.to_thread(_walk_upper, self.upper_dir, prune)
-        with engine_call("diff the container", container_id=self.id, image=self.image):
+        async with engine_call("diff the container", container_id=self.id, image=self.image):
             changes = await self.docker._query_json(f"containers/{self.id}/changes")  # noqa: SLF001 — no public API
         return {change["Path"] for change in changes or []}
 
+    async def running(self) -> bool:
+        """Whether the container still runs (its first process lives)."""
+        async with engine_call("inspect the container", container_id=self.id, image=self.image):
+            info = await self.container.show()
+        return bool((info.get("State") or {}).get("Running"))
+
+    async def restart_driver(self) -> None:
+        """A driver in place of one that was killed (the container still running)."""
+        if self.driver is not None:
+            await self.driver.close()
+        self.driver = await DriverClient.start(self.container, image=self.image)
+
     async def locate_upper_dir(self) -> None:
-        with engine_call("inspect the container", container_id=self.id, image=self.image):
+        async with engine_call("inspect the container", container_id=self.id, image=self.image):
             info = await self.container.show()
         driver = info.get("GraphDriver") or {}
         upper = (driver.get("Data") or {}).get("UpperDir") if driver.get("Name") == "overlay2" else None
@@ -107,14 +120,7 @@ class PooledContainer:
         """Close the driver and force-remove the container. Safe to call twice, or from several
         tasks at once: they all wait for the one removal, which a cancellation does not stop.
         A removal that failed (SandboxError: the engine is away) is tried afresh by the next call."""
-        if self._removal is None:
-            self._removal = asyncio.ensure_future(self._remove())
-            self._removal.add_done_callback(self._removal_done)
-        await asyncio.shield(self._removal)
-
-    def _removal_done(self, removal: asyncio.Future[None]) -> None:
-        if not removal.cancelled() and removal.exception() is not None:
-            self._removal = None
+        await self._removal.get("removal", self._remove)
 
     async def _remove(self) -> None:
         if self.state is ContainerState.REMOVED:
@@ -127,10 +133,20 @@ class PooledContainer:
         self.move_to(ContainerState.REMOVED)
 
 
-def container_config(image: str, hardening: Hardening, labels: dict[str, str], disk: DiskCaps | None = None) -> dict:
-    """The engine's create body: the image's own CMD, docker-init as PID 1, and confinement."""
+# The first process of an agent's container: a bash that only waits (and reaps what is orphaned to
+# it). As PID 1 it is the one process a `kill -9 -1` inside the container spares, so the container
+# outlives an agent that kills everything; docker-init's child, `sleep infinity`, would not. It
+# ignores the signals it could be sent from inside (SIGKILL to a namespace's init is ignored by the
+# kernel); the pool removes its containers with SIGKILL from outside.
+KEEPER = ["/bin/bash", "-c", "trap '' TERM INT HUP QUIT USR1 USR2; while :; do sleep 86400 & wait $!; done"]
+
+
+def container_config(image: str, hardening: Hardening, labels: dict[str, str], disk: DiskCaps | None = None,
+                     *, keeper: bool = True) -> dict:
+    """The engine's create body: our keeper as PID 1 (else the image's own CMD under docker-init),
+    and confinement."""
     host_config = {
-        "Init": True,
+        "Init": not keeper,
         "NetworkMode": "bridge" if hardening.network else "none",
         "Memory": hardening.memory_mb << 20,
         "MemorySwap": hardening.memory_mb << 20,
@@ -150,26 +166,27 @@ def container_config(image: str, hardening: Hardening, labels: dict[str, str], d
     storage_opt = disk.storage_opt(hardening.disk_mb) if disk is not None else None
     if storage_opt:
         host_config["StorageOpt"] = storage_opt
-    return {"Image": image, "Hostname": hardening.hostname, "Labels": labels, "HostConfig": host_config,
+    body = {"Image": image, "Hostname": hardening.hostname, "Labels": labels, "HostConfig": host_config,
             "AttachStdin": False, "AttachStdout": False, "AttachStderr": False, "Tty": False}
+    return {**body, "Cmd": KEEPER} if keeper else body
 
 
 async def create_container(docker: aiodocker.Docker, image: str, hardening: Hardening,
-                           labels: dict[str, str], disk: DiskCaps | None = None) -> PooledContainer:
+                           labels: dict[str, str], disk: DiskCaps | None = None, *, keeper: bool = True) -> PooledContainer:
     """Create, cap its disk, start and connect the driver. On any failure the container is
     removed again."""
     name = f"intercode-{image.split('/')[-1].replace(':', '-')}-{uuid.uuid4().hex[:10]}"
     try:
-        raw = await docker.containers.create(container_config(image, hardening, labels, disk), name=name)
-    except aiodocker.DockerError as exc:
+        async with engine_call("create a container", image=image):
+            raw = await docker.containers.create(container_config(image, hardening, labels, disk, keeper=keeper),
+                                                 name=name)
+    except aiodocker.DockerError as exc:  # a 4xx answer; engine_call made the rest our infra errors
         if exc.status == 404:
             raise ImageError(f"image {image} is not built: run `python -m orchestrator images build`") from exc
         raise SandboxError(f"could not create a container: {exc.message}", image=image) from exc
-    except TRANSPORT_ERRORS as exc:
-        raise EngineLost(f"could not create a container: lost the Docker engine ({exc!r})", image=image) from exc
     pooled = PooledContainer(docker, image, raw)
     try:
-        with engine_call("start the container", container_id=raw.id, image=image):
+        async with engine_call("start the container", container_id=raw.id, image=image):
             if disk is not None:
                 await disk.cap(raw, hardening.disk_mb)
             await raw.start()

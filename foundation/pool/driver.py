@@ -19,7 +19,7 @@ import aiodocker
 from aiodocker.containers import DockerContainer
 
 from foundation.engine import TRANSPORT_ERRORS, describe, engine_call
-from foundation.errors import ContainerDied, DriverLost, ImageError, SandboxError
+from foundation.errors import ContainerDied, DriverExited, DriverLost, ImageError, SandboxError
 from icdriver import protocol
 
 DRIVER_PATH = "/usr/lib/intercode/icdriver.pyz"
@@ -100,7 +100,7 @@ class DriverClient:
         """Start the driver in `container` and read its hello. `image`, the container's image,
         only names it in an error; unknown, it is asked of the engine when needed."""
         try:
-            with engine_call("start the driver", container_id=container.id):
+            async with engine_call("start the driver", container_id=container.id):
                 execution = await container.exec(DRIVER_ARGV, stdin=True, stdout=True, stderr=True, tty=False)
                 stream = execution.start(detach=False)
                 await stream._init()  # noqa: SLF001 — opening the upgraded connection is the readiness check
@@ -202,7 +202,7 @@ class DriverClient:
             if message is None:
                 self._closed = True
                 detail = self.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["stream closed"]
-                raise DriverLost(f"driver exited: {detail[0]}", container_id=self.container_id)
+                raise DriverExited(f"driver exited: {detail[0]}", container_id=self.container_id)
             if message.stream == 2:
                 self.stderr += message.data
                 del self.stderr[:-4096]

@@ -6,9 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from foundation.errors import SandboxError
+from foundation.errors import DriverExited, SandboxError
 from foundation.pool.config import ActionLimits
-from foundation.pool.driver import DriverClient, ExecResult, PythonRun
+from foundation.pool.driver import DriverClient, ExecResult, PythonResult, PythonRun
+
+# What an action that killed the container's processes gets back; it ran, and killed its own output.
+KILLED = ("[the action killed every process of the container, the environment's driver among them: the driver "
+          "was started again, with a fresh shell and interpreter]")
+KILLED_RESULT = ExecResult(exit_code=137, output=KILLED)
 
 if TYPE_CHECKING:
     from foundation.pool.container import PooledContainer
@@ -45,28 +50,56 @@ class ContainerSandbox:
 
     async def exec(self, argv: list[str], *, cwd: str | None = None, timeout: float | None = None,
                    cap: int | None = None, env: dict[str, str] | None = None, linger: float = 0.0) -> ExecResult:
-        return await self._driver().exec(argv, cwd=cwd or self.cwd, timeout=timeout or self.limits.timeout,
-                                         cap=cap or self.limits.output_cap, flood=self.limits.flood, env=env, linger=linger)
+        try:
+            return await self._driver().exec(argv, cwd=cwd or self.cwd, timeout=timeout or self.limits.timeout,
+                                             cap=cap or self.limits.output_cap, flood=self.limits.flood, env=env,
+                                             linger=linger)
+        except DriverExited as exc:
+            await self._survive(exc)
+            return KILLED_RESULT
 
     async def run(self, action: str, *, shell: str = "/bin/bash", timeout: float | None = None,
                   cap: int | None = None) -> ExecResult:
         return await run_action(self, action, shell=shell, timeout=timeout, cap=cap)
 
     async def session(self, action: str, *, timeout: float | None = None, cap: int | None = None) -> ExecResult:
-        result = await self._driver().session(action, timeout=timeout or self.limits.timeout,
-                                              cap=cap or self.limits.output_cap)
+        try:
+            result = await self._driver().session(action, timeout=timeout or self.limits.timeout,
+                                                  cap=cap or self.limits.output_cap)
+        except DriverExited as exc:
+            await self._survive(exc)
+            return KILLED_RESULT
         if result.cwd:
             self.cwd = result.cwd
         return result
 
     async def put(self, dest: str, tar: bytes) -> int:
-        return await self._driver().put(dest, tar)
+        try:
+            return await self._driver().put(dest, tar)
+        except DriverExited as exc:  # something the agent left running killed it: once more, with a new driver
+            await self._survive(exc)
+            return await self._driver().put(dest, tar)
 
     async def python(self, codes: list[str], *, timeout: float | None = None, cap: int | None = None,
                      name: str = "main", fresh: bool = False, close: bool = False) -> PythonRun:
         """Run Python `codes` in the lease's persistent interpreter `name`; gone with the lease."""
-        return await self._driver().python(codes, timeout=timeout or self.limits.timeout,
-                                           cap=cap or self.limits.output_cap, name=name, fresh=fresh, close=close)
+        try:
+            return await self._driver().python(codes, timeout=timeout or self.limits.timeout,
+                                               cap=cap or self.limits.output_cap, name=name, fresh=fresh, close=close)
+        except DriverExited as exc:
+            await self._survive(exc)
+            killed = PythonResult("", f"Error: {KILLED}", raised=True, died=True)
+            return PythonRun(tuple(killed for _ in codes), restarted=True)
+
+    async def _survive(self, lost: DriverExited) -> None:
+        """The driver is gone. When its container still runs, an action killed it (`kill -9 -1`
+        spares only PID 1): that is the agent's doing, so the episode goes on with a new driver, and
+        the container is retired at the lease's end (what the action left is not the pool's to
+        reset). A container that stopped is infrastructure: `lost` is raised."""
+        if not await self._member.running():
+            raise lost
+        await self._member.restart_driver()
+        self.mark_broken("an action killed every process of the container")
 
     def mark_broken(self, reason: str) -> None:
         """The container is no good any more (it died under a service): when the lease ends, the
