@@ -142,6 +142,51 @@ async def test_errors_reach_the_driver_as_ours(cluster: LocalCluster, data_dir: 
     assert containers_of(host, run_id) == []
 
 
+async def held(agent: Any) -> tuple[int, int]:
+    """(environments open on the agent's host, containers leased there)."""
+    status = await agent.status.remote()
+    return status["in_flight"], sum(counts.get("leased", 0) for counts in status["pools"].values())
+
+
+async def test_a_reset_given_up_or_failed_holds_nothing_on_its_host(cluster: LocalCluster, data_dir: Path) -> None:
+    """A first reset that the sweep stops waiting for (its episode cancelled mid-reset) is closed on
+    the host when its late answer comes; one that fails on the host is closed there at once. No
+    environment, lease or container is left."""
+    from dataclasses import replace
+
+    from orchestrator.cluster.agent import spawn
+    from orchestrator.cluster.remote import RemoteEnvironment
+    from orchestrator.cluster.trainer import open_channel
+
+    task = the_tasks(data_dir)[0]
+    slow = replace(task, gold="sleep 4; ls /testbed")  # its reset waits 4 s for this gold's run
+    run_id = f"cluster-{uuid.uuid4().hex[:8]}"
+    agent = spawn("intercode_host_2", data_dir, run_id)
+    channel = await open_channel("intercode_host_2", agent)
+    try:
+        for _ in range(3):  # given up mid-reset, three times: each late answer gives its lease back
+            env = RemoteEnvironment(agent, task.env, channel=channel)
+            env.begin_reset(slow)
+            await asyncio.sleep(0.5)
+            await env.close()  # the episode ends (cancelled) before the reset answered
+        assert (await held(agent))[0] >= 1  # the host is still resetting them
+        for _ in range(200):
+            if await held(agent) == (0, 0):
+                break
+            await asyncio.sleep(0.1)
+        assert await held(agent) == (0, 0)
+        env = RemoteEnvironment(agent, task.env, channel=channel)
+        with pytest.raises(Exception, match="unavailable"):
+            await env.reset(replace(task, meta={**task.meta, "unavailable": "a test says so"}))
+        assert await held(agent) == (0, 0)  # closed on the host as the reset failed
+        await env.close()
+    finally:
+        await channel.close()
+        await agent.shutdown.remote()  # its runtime closed: its containers removed
+        await killed({"intercode_host_2": agent})
+    assert containers_of(cluster.engine_hosts[2], run_id) == []
+
+
 @pytest.mark.parametrize("address", ["127.0.0.1:1", "ray://127.0.0.1:1"])  # Ray's own port, Ray Client's
 def test_an_unreachable_cluster_is_one_line_and_exit_2(address: str) -> None:
     result = subprocess.run([sys.executable, "-m", "orchestrator", "cluster", "status", "--ray", address],

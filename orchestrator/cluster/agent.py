@@ -25,8 +25,9 @@ from environments import make_environment
 from environments.own import own_kind
 from environments.runtime import Runtime
 from environments.sql_server import sql_server
+from foundation.concurrency import TaskOwner
 from foundation import logs
-from foundation.engine import engine, engine_host
+from foundation.engine import CALL_TIMEOUT, engine, engine_host, use_engine_settings
 from foundation.errors import SandboxError
 from foundation.pool.ownership import reap_orphans
 from foundation.settings import cache_dir
@@ -75,6 +76,7 @@ class AgentSettings:
     reward_mode: str = "original"
     pools: dict[str, Any] | None = None  # image -> ImagePoolConfig
     engine_wait: float | None = None
+    engine_timeout: float = CALL_TIMEOUT
     node_gold_cache: bool = False  # keep gold results in the node's own cache dir (a sweep's agents do)
     environments: tuple[str, ...] = ()  # directories of environments of your own, registered as kinds here too
 
@@ -96,6 +98,7 @@ class HostAgent:
         self.docker: aiodocker.Docker | None = None
         self.reaped = 0
         self.services: dict[str, asyncio.Future[Any]] = {}
+        self.tasks = TaskOwner(f"agent-{host}")
         self.server: ChannelServer | None = None
         self.address: ChannelAddress | None = None
 
@@ -116,7 +119,7 @@ class HostAgent:
             opened = Runtime.open(data_dir=Path(settings.data_dir) if settings.data_dir else None,
                                   reward_mode=settings.reward_mode, images=settings.pools, run_id=settings.run_id,
                                   gold_dir=cache_dir() / "gold" if settings.node_gold_cache else None,
-                                  engine_wait=settings.engine_wait)  # type: ignore[arg-type]
+                                  engine_wait=settings.engine_wait, engine_timeout=settings.engine_timeout)  # type: ignore[arg-type]
             self.runtime = await self.stack.enter_async_context(opened)
         return engine_host()
 
@@ -131,7 +134,14 @@ class HostAgent:
     async def _dispatch(self, method: str, args: tuple[Any, ...]) -> Any:
         if method not in CHANNEL_METHODS:
             raise SandboxError(f"{method} is not a call the channel carries")
+        self._engine_settings()
         return await getattr(self, method)(*args)
+
+    def _engine_settings(self) -> None:
+        """This call's engine calls with the runtime's deadline, and its stalls told to its watch
+        (each call is served in a task of its own, which Runtime.open's settings never reached)."""
+        if self.runtime is not None:
+            use_engine_settings(self.runtime.engine_settings)
 
     async def ping(self) -> bool:
         """The heartbeat: answers while the agent runs; True while its engine answers too."""
@@ -150,9 +160,10 @@ class HostAgent:
         logged: the episodes meet (and classify) the same trouble."""
         await self.start()
         assert self.runtime is not None
+        self._engine_settings()
         for image in services:
             if image not in self.services:
-                self.services[image] = asyncio.ensure_future(sql_server(self.runtime, image))
+                self.services[image] = self.tasks.start(sql_server(self.runtime, image), name=f"start {image}")
         try:
             await asyncio.gather(*(self.runtime.pool.warm(image, n) for image, n in containers.items()))
         except SandboxError as exc:
@@ -162,10 +173,9 @@ class HostAgent:
         """Every environment closed and the runtime with them (its containers removed), then the channel."""
         for env_id in list(self.envs):
             await self.close(env_id)
-        services, self.services = list(self.services.values()), {}
-        for service in services:
-            service.cancel()
-        await asyncio.gather(*services, return_exceptions=True)
+        self.services = {}
+        await self.tasks.aclose()  # the services' starts still running
+        self.tasks = TaskOwner(f"agent-{self.host}")
         self.runtime = None
         self.docker = None
         await self.stack.aclose()
@@ -179,13 +189,20 @@ class HostAgent:
     async def open_env(self, kind: str) -> int:
         if self.runtime is None:
             await self.start()
+        self._engine_settings()
         env_id = next(self.ids)
         self.envs[env_id] = make_environment(kind, self.runtime)
         return env_id
 
     @ray.method(enable_task_events=False)  # per action: no record for Ray's state API
     async def reset(self, env_id: int, task: Task, multi_turn: bool = False) -> Reply:
-        return self._reply(env_id, await self.envs[env_id].reset(task, multi_turn=multi_turn))
+        """A reset; one that fails, or is cancelled, closes its environment here (its lease given
+        back): the sweep's episode fails with it, and nobody would close it later."""
+        try:
+            return self._reply(env_id, await self.envs[env_id].reset(task, multi_turn=multi_turn))
+        except BaseException:
+            await asyncio.shield(self.close(env_id))
+            raise
 
     @ray.method(enable_task_events=False)  # per action: no record for Ray's state API
     async def open_reset(self, kind: str, task: Task, multi_turn: bool = False) -> Reply:

@@ -32,8 +32,10 @@ import aiohttp
 import structlog
 from aiohttp import web
 
+from foundation.concurrency import TaskOwner
 from foundation.errors import SandboxError
 
+OPENING = frozenset({"open_env", "open_reset"})  # calls whose answer holds an environment on the host
 log = structlog.get_logger(__name__)
 
 TOKEN_HEADER = "X-Intercode-Token"
@@ -65,7 +67,7 @@ class ChannelServer:
         self.dispatch = dispatch
         self.token = secrets.token_urlsafe(32)
         self.runner: web.AppRunner | None = None
-        self.calls: set[asyncio.Task[None]] = set()
+        self.calls = TaskOwner("channel-calls")
 
     async def start(self, host: str) -> ChannelAddress:
         app = web.Application()
@@ -80,6 +82,7 @@ class ChannelServer:
         if self.runner is not None:
             await self.runner.cleanup()
             self.runner = None
+        await self.calls.aclose()  # calls still running have nobody to answer to
 
     async def _serve(self, request: web.Request) -> web.StreamResponse:
         if not hmac.compare_digest(request.headers.get(TOKEN_HEADER, ""), self.token):
@@ -90,9 +93,7 @@ class ChannelServer:
             if message.type is not aiohttp.WSMsgType.BINARY:
                 continue
             call_id, method, args = pickle.loads(message.data)
-            task = asyncio.create_task(self._answer(socket, call_id, method, args))
-            self.calls.add(task)
-            task.add_done_callback(self.calls.discard)
+            self.calls.start(self._answer(socket, call_id, method, args), name=f"{method} {call_id}")
         return socket  # calls still running finish on the host; their answers have nowhere to go
 
     async def _answer(self, socket: web.WebSocketResponse, call_id: int, method: str, args: tuple[Any, ...]) -> None:
@@ -123,8 +124,11 @@ class Channel:
         self.on_closed = on_closed
         self.ids = itertools.count(1)
         self.pending: dict[int, asyncio.Future[Any]] = {}
+        self.given_up: dict[int, str] = {}  # calls whose caller stopped waiting: id -> method
+        self._late = TaskOwner(f"channel-{name}-late")  # what a late answer holds, given back
         self.closing = False
-        self.reader = asyncio.create_task(self._read(), name=f"channel-{name}")
+        self._reader = TaskOwner(f"channel-{name}")
+        self.reader = self._reader.start(self._read(), name="read")
 
     @classmethod
     async def connect(cls, name: str, address: ChannelAddress, on_closed: Callable[[str], None]) -> Channel:
@@ -145,7 +149,7 @@ class Channel:
         call_id = next(self.ids)
         answer = asyncio.get_running_loop().create_future()
         self.pending[call_id] = answer
-        answer.add_done_callback(lambda _: self.pending.pop(call_id, None))
+        answer.add_done_callback(lambda done: self._settled(call_id, method, done))
         try:
             await self.socket.send_bytes(pickle.dumps((call_id, method, args)))
         except (ConnectionError, aiohttp.ClientError, RuntimeError) as exc:
@@ -156,10 +160,26 @@ class Channel:
     async def call(self, method: str, *args: Any) -> Any:
         return await (await self.submit(method, *args))
 
+    def _settled(self, call_id: int, method: str, answer: asyncio.Future[Any]) -> None:
+        self.pending.pop(call_id, None)
+        if answer.cancelled() and method in OPENING:
+            self.given_up[call_id] = method  # its answer, when it comes, holds an environment to close
+
+    def _late_answer(self, call_id: int, ok: bool, value: Any) -> None:
+        """The answer to a call its caller gave up on: an environment it opened is closed on the
+        host (the caller never learnt its id), so its lease is not held until the agent ends."""
+        method = self.given_up.pop(call_id, None)
+        env_id = getattr(value, "env_id", value) if ok and method is not None else None
+        if isinstance(env_id, int):
+            log.info("late_answer_released", host=self.name, method=method, env_id=env_id)
+            self._late.spawn(self.call("close", env_id), name=f"close {env_id}")
+
     async def close(self) -> None:
+        await self._late.drain()  # the environments late answers opened, closed first
         self.closing = True
         await self.socket.close()
-        await self.reader
+        await self._reader.drain()  # it ends with the socket
+        await self._late.aclose()
         await self.session.close()
 
     async def _read(self) -> None:
@@ -170,7 +190,8 @@ class Channel:
                 call_id, ok, value = pickle.loads(message.data)
                 answer = self.pending.get(call_id)
                 if answer is None or answer.done():
-                    continue  # its caller left (cancelled, or its host was given up)
+                    self._late_answer(call_id, ok, value)  # its caller left (cancelled, or its host was given up)
+                    continue
                 if ok:
                     answer.set_result(value)
                 else:
