@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import logging
+import urllib.parse
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -17,7 +19,8 @@ import pytest
 import structlog
 
 from agents.llm import LLMClient, ModelError, ModelLimits, ModelSpec, RetryPolicy
-from agents.llm.server import Rule, ScriptedLLMServer, ServerConfig
+from agents.llm.errors import redact
+from agents.llm.server import Rule, ScriptedLLMServer, ScriptedToolCall, ServerConfig
 from agents.llm.transport import Transport
 from agents.llm.transport import transport as make_transport
 from tests.conftest import Lent
@@ -208,3 +211,26 @@ async def test_api_key_never_logged(setup: Callable[..., Any], caplog: pytest.Lo
                        repr(client.usage.records)])
     assert any(e["event"] == "llm_retry" for e in events) and any(e["event"] == "llm_failed" for e in events)
     assert KEY not in logged
+
+
+BASH = {"type": "function", "function": {"name": "bash", "description": "run a command", "parameters": {
+    "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}}
+
+
+async def test_a_key_the_provider_echoes_is_redacted_from_everything_it_returns(setup: Callable[..., Any]) -> None:
+    config = ServerConfig(echo_key=True, default_answer="ls",
+                          default_tool_calls=[ScriptedToolCall(name="bash", arguments='{"command": "ls"}')])
+    async with setup(config) as (server, client):
+        result = await client.complete(PRICED, USER, tools=[BASH])
+    assert server.requests[0].api_key == KEY  # sent, and echoed: the marker stands where it was
+    assert (result.text, result.usage.served_model) == ("ls\n***", "Bearer ***")
+    assert [(c.name, c.arguments) for c in result.tool_calls] == [("bash", '{"command": "ls", "api_key": "***"}')]
+    assert KEY not in repr(result) and KEY not in repr(client.usage.records)
+
+
+def test_a_key_is_redacted_in_the_forms_a_provider_echoes_it_and_a_short_one_is_left_alone() -> None:
+    key = 'k"ey/with+plus ü'
+    echoed = f'Bearer {key} {json.dumps({"k": key})} {json.dumps({"k": key}, ensure_ascii=False)} ' \
+             f'{urllib.parse.quote(key, safe="")} {urllib.parse.quote_plus(key)}'
+    assert redact(echoed, [key]) == 'Bearer *** {"k": "***"} {"k": "***"} *** ***'
+    assert redact("a cat sat on the mat", ["at"]) == "a cat sat on the mat"  # a "key" of 2 characters

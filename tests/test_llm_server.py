@@ -187,3 +187,24 @@ async def test_a_tool_message_is_what_openai_rules_match_when_it_is_last() -> No
             before = await r.json()
     assert after_tool["choices"][0]["message"]["content"] == "nice"
     assert before["choices"][0]["message"]["content"] == "calling"
+
+
+async def test_a_server_that_echoes_the_key_puts_it_into_everything_it_returns() -> None:
+    calls = [ScriptedToolCall(name="bash", arguments='{"command": "ls"}'), ScriptedToolCall(name="run", arguments="{x")]
+    config = ServerConfig(echo_key=True, default_answer="ls", default_tool_calls=calls)
+    async with ScriptedLLMServer(config) as server, aiohttp.ClientSession() as http:
+        async with http.post(f"{server.base_url}/v1/chat/completions", json=_chat("x"),
+                             headers={"Authorization": "Bearer k-echo"}) as r:
+            openai, openai_header = await r.json(), r.headers["X-Echoed-Authorization"]
+        async with http.post(f"{server.base_url}/v1/messages", json=_messages("x"), headers={"x-api-key": "k-echo"}) as r:
+            anthropic, anthropic_header = await r.json(), r.headers["X-Echoed-Authorization"]
+        async with http.post(f"{server.base_url}/v1/chat/completions", json=_chat("x")) as r:
+            keyless = await r.json()  # nothing to echo
+    message = openai["choices"][0]["message"]
+    assert (openai["model"], openai_header, message["content"]) == ("Bearer k-echo", "Bearer k-echo", "ls\nk-echo")
+    assert [c["function"]["arguments"] for c in message["tool_calls"]] == ['{"command": "ls", "api_key": "k-echo"}',
+                                                                           "{x k-echo"]
+    assert (anthropic["model"], anthropic_header) == ("k-echo", "k-echo")
+    assert [b.get("text") or b["input"] for b in anthropic["content"]] == [
+        "ls\nk-echo", {"command": "ls", "api_key": "k-echo"}, {"_raw": "{x k-echo"}]
+    assert keyless["model"] == "m" and keyless["choices"][0]["message"]["content"] == "ls"

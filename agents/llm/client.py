@@ -4,7 +4,9 @@ Per call: admission through the model's gate (slots, rpm, tpm), one request with
 retries off, failures classified into ModelError at the boundary, and the retry loop of
 `retry.py` around it all. The request itself goes through a transport: litellm in this process,
 or in worker processes (`transport.py`). Usage is recorded per successful call; API keys stay out of logs,
-records and exception messages.
+records and exception messages. What a provider returns enters the project here, and only here,
+redacted of every key the client knows (`_attempt`): a provider that echoes the key it was sent
+cannot put it into an agent's action, a record, a report or a page.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ class LLMClient:
         self.transport = transport or InProcessTransport()
         self.usage = UsageLedger()
         self._specs = {spec.name: spec for spec in models}
+        self._keys = tuple(s.api_key.get_secret_value() for s in self._specs.values() if s.api_key)
         self._gates: dict[str, ModelGate] = {}
 
     def stats(self, model: str) -> ModelStats:
@@ -73,8 +76,8 @@ class LLMClient:
             self._gates[model] = ModelGate(model, self._spec(model).limits)
         return self._gates[model]
 
-    def _secrets(self) -> list[str]:
-        return [s.api_key.get_secret_value() for s in self._specs.values() if s.api_key]
+    def _secrets(self) -> tuple[str, ...]:
+        return self._keys
 
     async def complete(self, model: str, messages: Sequence[ChatMessage], *,
                        tools: Sequence[dict[str, Any]] | None = None, **params: Any) -> Completion:
@@ -148,7 +151,10 @@ class LLMClient:
                                  retry_after=error.retry_after) from None
         gate.succeeded()
         gate.settle(estimate, reply.total_tokens)
-        return reply
+        # Here, not in the transport: every transport's replies pass this line, and only the client
+        # knows every key of the sweep (a transport knows the one its request carries). Before the
+        # agent sees it, too: a key in an action would reach the container and come back in its output.
+        return reply.redacted(self._secrets())
 
     async def aclose(self) -> None:
         """Stop the transport's worker processes, if it has any."""

@@ -2,15 +2,18 @@
 
 `classify` is the only code that looks at litellm's exception types. It decides what kind of
 failure it was, whether a retry can help, and how long the provider asked us to wait. Reasons are
-redacted, so an API key echoed by a provider never reaches a log line or a traceback.
+redacted, so an API key echoed by a provider never reaches a log line or a traceback. `redact` is
+also what the client applies to everything a provider returns (`transport.Reply.redacted`).
 """
 
 from __future__ import annotations
 
 import email.utils
+import functools
 import json
 import re
 import time
+import urllib.parse
 from collections.abc import Iterable
 from typing import Any
 
@@ -24,6 +27,9 @@ _PREFIXES = re.compile(r"^(?:(?:litellm\.)?\w+(?:Error|Timeout): |\w+(?:Exceptio
 _OVERLOADED = 529  # Anthropic's status for "overloaded_error"
 _BODY_ECHO = re.compile(r",? Original Response: .*", re.DOTALL)
 _KEY_PATTERN = re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}")  # OpenAI-style keys, even ones we were not given
+# A "key" shorter than this (a local server's "x") is left alone: replacing it would star half of
+# every text, and a key that short protects nothing anyway.
+MIN_SECRET_CHARS = 4
 
 
 class ModelError(OrchestratorError):
@@ -50,11 +56,22 @@ class ModelError(OrchestratorError):
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    """Remove every known secret, and anything shaped like an API key, from `text`."""
+    """Remove every known secret, in every form of `_forms`, and anything shaped like an API key,
+    from `text`. A Bearer header's value loses its key: `Bearer ***`."""
     for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "***")
+        if secret and len(secret) >= MIN_SECRET_CHARS:
+            for form in _forms(secret):
+                text = text.replace(form, "***")
     return _KEY_PATTERN.sub("sk-***", text)
+
+
+@functools.lru_cache(maxsize=64)  # the client redacts every reply with the same few keys
+def _forms(secret: str) -> tuple[str, ...]:
+    """`secret` as a provider may echo it: as it is, escaped inside JSON text (a tool call's
+    arguments), and URL-encoded; the longest first, so a form holding another goes whole."""
+    forms = {secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1],
+             urllib.parse.quote(secret, safe=""), urllib.parse.quote_plus(secret)}
+    return tuple(sorted(forms, key=len, reverse=True))
 
 
 def _chain(exc: BaseException) -> list[BaseException]:

@@ -3,7 +3,8 @@
 It plays the provider: a fixed latency, an enforced requests-per-minute limit (429 + Retry-After),
 failures scripted per request or per API key, and answers (text, tool calls) chosen by regex on the
 last user message. It records every request it saw so tests can assert on what the client really
-sent. Only ever binds 127.0.0.1.
+sent. With `echo_key` it also plays a provider that misbehaves: it echoes the request's key into
+everything it returns. Only ever binds 127.0.0.1.
 
     async with ScriptedLLMServer(ServerConfig(rules=[Rule(pattern="ls", answer="ls -la")])) as server:
         ...  # litellm "openai/<any>" with api_base=f"{server.base_url}/v1",
@@ -79,6 +80,9 @@ class ServerConfig(BaseModel):
                                                                         "`answers`")
     served_model: str | None = Field(None, description="model name to report; default: the requested one")
     rejected_keys: set[str] = Field(default_factory=set, description="API keys answered with 401")
+    echo_key: bool = Field(False, description="echo the request's key into every answer: the Authorization header "
+                                              "as sent (`Bearer <key>`) as the model name and in a response header, "
+                                              "the key alone after the text and in each tool call's arguments")
     failures: list[Failure] = Field(default_factory=list, description="queue for the next requests")
 
 
@@ -105,6 +109,20 @@ class _Answer:
     @property
     def words(self) -> int:
         return _words(" ".join([self.text, *(call.arguments for call in self.tool_calls)]))
+
+    def echoing(self, key: str) -> _Answer:
+        """This answer with `key` after its text and in every tool call's arguments: in a JSON
+        object as one more field (so the call stays valid and its tool still reads it), else after them."""
+        calls = [ScriptedToolCall(name=call.name, arguments=_with_key(call.arguments, key)) for call in self.tool_calls]
+        return _Answer(f"{self.text}\n{key}" if self.text else key, calls, self.number)
+
+
+def _with_key(arguments: str, key: str) -> str:
+    try:
+        parsed = json.loads(arguments)
+    except json.JSONDecodeError:
+        parsed = None
+    return json.dumps({**parsed, "api_key": key}) if isinstance(parsed, dict) else f"{arguments} {key}"
 
 
 def _words(text: str) -> int:
@@ -284,7 +302,11 @@ class ScriptedLLMServer:
                                                               retry_after=wait))
         await asyncio.sleep(self.config.latency)  # the simulated provider's thinking time
         model = self.config.served_model or body.get("model", "scripted")
-        return self._record(request, key, body, web.json_response(fmt.reply(body, model, self._answer(body, fmt))))
+        answer, headers = self._answer(body, fmt), None
+        if self.config.echo_key and key:
+            credentials = request.headers.get("Authorization") or key  # Anthropic's x-api-key is the key alone
+            answer, model, headers = answer.echoing(key), credentials, {"X-Echoed-Authorization": credentials}
+        return self._record(request, key, body, web.json_response(fmt.reply(body, model, answer), headers=headers))
 
     def _record(self, request: web.Request, key: str | None, body: Any, response: web.StreamResponse) -> web.StreamResponse:
         if self._keep:

@@ -8,7 +8,8 @@ sweep process keeps admission (slots, rpm, tpm), retries, budget and accounting,
 request over a pipe. `InProcessTransport` is the same call made here.
 
 Both return a `Reply` or raise a `ModelError`; classification happens where litellm's exception
-is, and the client redacts every known key from the reason again on arrival.
+is, and the client redacts every known key from the reason again on arrival, and from every text
+of a `Reply` (`Reply.redacted`). A reply keeps no headers: only Retry-After is read, as a number.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ import pickle
 import re
 import sys
 import warnings
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import structlog
@@ -66,6 +68,11 @@ class ToolCall:
     name: str
     arguments: str
 
+    def redacted(self, secrets: Sequence[str]) -> ToolCall:
+        """This call with `secrets` out of its id, name and arguments (see `Reply.redacted`)."""
+        return ToolCall(id=redact(self.id, secrets), name=redact(self.name, secrets),
+                        arguments=redact(self.arguments, secrets))
+
 
 @dataclass(frozen=True)
 class Reply:
@@ -79,6 +86,14 @@ class Reply:
     total_tokens: int
     cost_usd: float | None  # None: litellm's price map does not know the model
     tool_calls: tuple[ToolCall, ...] = ()
+
+    def redacted(self, secrets: Sequence[str]) -> Reply:
+        """This reply with `secrets` (and anything shaped like a key) out of every text the provider
+        sent: a provider may echo the key it was sent into any of them."""
+        return replace(self, text=redact(self.text, secrets),
+                       finish_reason=None if self.finish_reason is None else redact(self.finish_reason, secrets),
+                       served_model=None if self.served_model is None else redact(self.served_model, secrets),
+                       tool_calls=tuple(call.redacted(secrets) for call in self.tool_calls))
 
 
 class Transport(Protocol):
