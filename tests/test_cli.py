@@ -80,3 +80,19 @@ def test_replay_rejects_what_is_not_a_trajectory_file(tmp_path):
 
 def test_validate_rejects_a_task_set_of_another_kind():
     assert_one_line_error(run("validate", "bash", "--tasks", "spider"), "not a bash task set")
+
+
+def test_the_command_table_names_the_module_that_registers_each_command():
+    """A command line imports only its command's module (orchestrator/cli.py's COMMANDS), so the
+    table must name, for every command, the module that registers it."""
+    import argparse
+    import importlib
+
+    from orchestrator.cli import COMMANDS
+
+    registered = {}
+    for module in set(COMMANDS.values()):
+        sub = argparse.ArgumentParser().add_subparsers()
+        importlib.import_module(module).add_parser(sub)
+        registered.update(dict.fromkeys(sub.choices, module))
+    assert registered == COMMANDS

@@ -12,8 +12,6 @@ from foundation.logs import logging_to_file
 from foundation.settings import DATA_DIR_ENV, resolve_data_dir
 from orchestrator.cli import handler_of
 from orchestrator.sweep.config import SweepConfig, load_sweep
-from orchestrator.sweep.progress import SweepProgress
-from orchestrator.sweep.scheduler import run_sweep
 from tasks import DATASETS
 
 
@@ -47,6 +45,11 @@ async def run(args: argparse.Namespace) -> int:
     config, sweep_hash = load_sweep(args.file, {"output": args.output, "concurrency": args.concurrency,
                                                   "ray": args.ray})
     data_dir = data_dir_for(config, args.data_dir)
+    # Imported once the file is good: they bring the engine client, the pool and the models (a
+    # second of imports that a mistake in the file should not wait for).
+    from orchestrator.sweep.progress import SweepProgress
+    from orchestrator.sweep.scheduler import run_sweep
+
     progress = SweepProgress(quiet=args.quiet)
     with logging_to_file(config.output / "sweep.log", args.verbose, console=not args.quiet):
         with progress.live():

@@ -38,9 +38,19 @@ from pydantic import (
 from agents.base import STRATEGIES
 from agents.llm import ModelLimits
 from foundation.errors import ConfigError
-from orchestrator.tasksets import TaskSetConfig
+from orchestrator.taskset_config import TaskSetConfig
 
 _STRICT = ConfigDict(extra="forbid")
+
+# The most of each count a sweep file may ask for (README, "Sweeps"; a task set's own counts are in
+# orchestrator/taskset_config.py, MAX_TASKS). A sweep plans every episode
+# before it runs one, so the plan's size is bounded too: an absurd count is one line at once,
+# never a process that grows until the kernel kills it.
+MAX_EPOCHS = 1000
+MAX_MODELS = 100
+MAX_TASK_SETS = 100
+MAX_CONCURRENCY = 4096
+MAX_EPISODES = 1_000_000  # tasks × models × strategies × epochs: a plan that size takes ~250 MB and seconds
 
 
 class LocalServer(BaseModel):
@@ -86,7 +96,7 @@ class PoolSettings(BaseModel):
 
     model_config = _STRICT
 
-    max_size: int | None = Field(None, ge=1, description="most containers of this image at once")
+    max_size: int | None = Field(None, ge=1, le=MAX_CONCURRENCY, description="most containers of this image at once")
     disk_mb: int | None = Field(None, ge=0, description="most a container's writable layer may hold (default "
                                 "4096; 0: no cap)")
 
@@ -124,7 +134,7 @@ class ClusterSettings(BaseModel):
     ray: str = Field(description='the cluster: "auto" (the one this machine belongs to), "HOST:PORT" or "ray://HOST:PORT"')
     hosts: list[str] | None = Field(None, min_length=1, description="only these hosts (intercode_host_N); default: "
                                     "every node with an intercode_host_N resource, also those joining later")
-    host_concurrency: int | None = Field(None, ge=1, le=4096, description="episodes at once per host (default: 8 "
+    host_concurrency: int | None = Field(None, ge=1, le=MAX_CONCURRENCY, description="episodes at once per host (default: 8 "
                                          "per CPU of the host's node)")
     heartbeat: float = Field(2.0, gt=0, description="seconds between two pings of each host")
     host_timeout: float = Field(15.0, gt=0, description="seconds a host may leave a ping unanswered before it is "
@@ -145,12 +155,12 @@ class SweepConfig(BaseModel):
 
     name: str = Field(min_length=1, description="the sweep's name; part of every episode's identity")
     output: Path = Field(description="output directory (results.db, sweep.log, reports)")
-    models: list[ModelConfig] = Field(min_length=1)
+    models: list[ModelConfig] = Field(min_length=1, max_length=MAX_MODELS)
     strategies: list[str] = Field(min_length=1, description=f"any of {', '.join(STRATEGIES)}")
-    tasks: list[TaskSetConfig] = Field(min_length=1)
-    epochs: int = Field(1, ge=1, description="times each task runs per model and strategy")
+    tasks: list[TaskSetConfig] = Field(min_length=1, max_length=MAX_TASK_SETS)
+    epochs: int = Field(1, ge=1, le=MAX_EPOCHS, description="times each task runs per model and strategy")
     max_turns: int = Field(10, ge=1, le=100)
-    concurrency: int = Field(16, ge=1, le=4096, description="episodes at once")
+    concurrency: int = Field(16, ge=1, le=MAX_CONCURRENCY, description="episodes at once")
     episode_timeout: float = Field(600.0, gt=0, description="seconds an episode may take")
     infra_retries: int = Field(2, ge=0, le=10, description="re-runs of an episode after an infrastructure failure")
     engine_wait: float = Field(300.0, gt=0, description="seconds to wait for a Docker engine that went away (a "
