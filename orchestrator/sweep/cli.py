@@ -5,14 +5,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 from foundation.logs import logging_to_file
 from foundation.settings import DATA_DIR_ENV, resolve_data_dir
 from orchestrator.cli import handler_of
+from orchestrator.files import CannotWrite, cannot_write, make_directory
 from orchestrator.sweep.config import SweepConfig, load_sweep
 from tasks import DATASETS
+
+OUTPUT_FIX = "choose another `output` in the sweep file, or give --output DIR"
 
 
 def add_parser(subparsers: Any) -> None:
@@ -51,7 +55,8 @@ async def run(args: argparse.Namespace) -> int:
     from orchestrator.sweep.scheduler import run_sweep
 
     progress = SweepProgress(quiet=args.quiet)
-    with logging_to_file(config.output / "sweep.log", args.verbose, console=not args.quiet):
+    with ExitStack() as stack:
+        _log_to_file(stack, config.output, args)
         with progress.live():
             summary = await run_sweep(config, sweep_hash, progress=progress, data_dir=data_dir)
     print(progress.summary(), file=sys.stderr)
@@ -62,6 +67,16 @@ async def run(args: argparse.Namespace) -> int:
               "same command to continue", file=sys.stderr)
         return 1
     return 0
+
+
+def _log_to_file(stack: ExitStack, output: Path, args: argparse.Namespace) -> None:
+    """Log to OUTPUT/sweep.log for as long as `stack` is open. An output directory that cannot
+    hold it (a file in the way, read-only media, no permission) is one line, before anything else."""
+    make_directory(output, "output", OUTPUT_FIX)
+    try:
+        stack.enter_context(logging_to_file(output / "sweep.log", args.verbose, console=not args.quiet))
+    except OSError as exc:
+        raise CannotWrite(cannot_write(output / "sweep.log", exc, OUTPUT_FIX)) from None
 
 
 async def write_report(outdir: Path) -> None:

@@ -50,6 +50,7 @@ MAX_EPOCHS = 1000
 MAX_MODELS = 100
 MAX_TASK_SETS = 100
 MAX_CONCURRENCY = 4096
+MAX_DEPTH = 32  # tables and arrays inside each other
 MAX_EPISODES = 1_000_000  # tasks × models × strategies × epochs: a plan that size takes ~250 MB and seconds
 
 
@@ -226,6 +227,10 @@ def load_sweep(path: Path, overrides: dict[str, Any] | None = None) -> tuple[Swe
         data = tomllib.loads(raw.decode())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib parses nested arrays and tables by recursion
+        raise ConfigError(f"{path}: nested too deeply (arrays or tables inside each other more than "
+                          f"{MAX_DEPTH} levels): no sweep file needs that") from None
+    _check_values(path, data)
     overrides = dict(overrides or {})
     if (ray := overrides.pop("ray", None)) is not None:  # --ray: the file's [cluster] with this address
         cluster = data.get("cluster")
@@ -237,6 +242,24 @@ def load_sweep(path: Path, overrides: dict[str, Any] | None = None) -> tuple[Swe
         raise ConfigError(f"{path}: {describe(exc)}") from None
     config._base_dir = path.resolve().parent
     return config, hashlib.sha256(raw).hexdigest()
+
+
+def _check_values(path: Path, data: dict[str, Any]) -> None:
+    """ConfigError for what no sweep file needs and what the code after it would trip on: nesting
+    deeper than MAX_DEPTH, and a NUL byte, which no path or name can hold."""
+    stack: list[tuple[tuple[str, ...], Any]] = [((), data)]
+    while stack:
+        where, value = stack.pop()
+        key = ".".join(where) or "(top level)"
+        if len(where) > MAX_DEPTH:
+            raise ConfigError(f"{path}: {'.'.join(where[:3])}...: nested too deeply (more than {MAX_DEPTH} levels)")
+        if "\x00" in key or (isinstance(value, str) and "\x00" in value):
+            shown = key.replace("\x00", "\\u0000")
+            raise ConfigError(f"{path}: {shown}: holds a NUL byte (\\u0000), which no path or name can: remove it")
+        if isinstance(value, dict):
+            stack.extend(((*where, str(k)), v) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend(((*where, str(i)), v) for i, v in enumerate(value))
 
 
 def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
