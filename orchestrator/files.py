@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import errno
 import os
-import tempfile
+import secrets
 from pathlib import Path
 
 from foundation.errors import UserError
@@ -54,13 +54,13 @@ def write_files(texts: dict[Path, str], fix: str) -> list[Path]:
 
 
 def _written_beside(path: Path, text: str) -> Path:
-    """A temporary file in `path`'s directory holding `text`, on disk (fsync: a rename of a file
-    whose data is not yet written can leave an empty file after a crash)."""
-    handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.",
-                                         suffix=".tmp", delete=False)
-    temp = Path(handle.name)
+    """A new file in `path`'s directory holding `text`, on disk (fsync: a file renamed before its
+    data is written can be empty after a crash). Made with os.open's mode, so the umask gives it
+    the permissions `path` would have had (tempfile's are 0600)."""
+    temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
-        with handle:
+        with open(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
