@@ -208,7 +208,11 @@ def _select(spec: TaskSetConfig, tasks: list[Task]) -> list[Task]:
         tasks = [t for t in tasks if pattern.search(t.query)]
         if not tasks:
             raise ConfigError(f"task set {spec.label!r}: `filter` {spec.filter!r} matches no task of {source}")
-    if spec.sample is not None and spec.sample < len(tasks):
+    if spec.sample is not None:
+        if spec.sample > len(tasks):
+            kept = " after `filter` and `indices`" if spec.filter is not None or spec.indices is not None else ""
+            raise ConfigError(f"task set {spec.label!r}: `sample` = {spec.sample} is more than the {len(tasks)} tasks "
+                              f"{source} has{kept}: give at most {len(tasks)}, or leave `sample` out for all of them")
         tasks = sorted(random.Random(spec.seed).sample(tasks, spec.sample), key=lambda t: t.index)
     if spec.limit is not None:
         tasks = tasks[: spec.limit]

@@ -275,3 +275,52 @@ def test_a_plan_over_the_maximum_is_refused_before_it_is_built(tmp_path):
     message = str(caught.value)
     assert "1,050,000 episodes (105 tasks × 1 model × 10 strategies × 1000 epochs)" in message
     assert "more than the 1,000,000 a sweep may plan" in message and "\n" not in message
+
+
+# ------------------------------------------------------------------ the smaller ones (issue 27, item 10)
+
+@pytest.mark.parametrize("line", ["episode_timeout = inf", "engine_wait = inf", "episode_timeout = nan"])
+def test_an_endless_time_is_refused_with_one_line(tmp_path, line):
+    message = error_of(tmp_path, line + "\n" + GOOD)
+    assert line.split()[0] in message and "finite number" in message and "\n" not in message
+
+
+def test_a_models_endless_timeout_is_refused_with_one_line(tmp_path):
+    message = error_of(tmp_path, GOOD.replace('name = "oracle"', 'name = "oracle"\ntimeout = inf'))
+    assert "models.0.timeout" in message and "finite number" in message
+
+
+def test_a_sample_larger_than_the_task_set_is_refused_with_one_line():
+    config, _ = load_sweep_text('dataset = "starter-bash"\nsample = 6')
+    with pytest.raises(ConfigError) as caught:
+        select_tasks(config.tasks[0], None)
+    message = str(caught.value)
+    assert "`sample` = 6 is more than the 5 tasks" in message and "starter-bash" in message and "\n" not in message
+    config, _ = load_sweep_text('dataset = "starter-bash"\nsample = 5')  # all of them, as a sample: allowed
+    assert len(select_tasks(config.tasks[0], None)) == 5
+
+
+def test_a_data_dir_from_the_sweep_file_is_named_as_such(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("INTERCODE_DATA_DIR", raising=False)
+    missing = tmp_path / "no-data"
+    path = write(tmp_path, f'data_dir = "{missing}"\n' + GOOD.replace('"starter-sql"', '"spider"'))
+    assert main(["sweep", str(path)]) == 2
+    line = capsys.readouterr().err.strip()
+    assert f"data directory {missing} (from the sweep file's data_dir) does not exist" in line
+    assert "--data-dir" not in line.split("does not exist")[0] and "\n" not in line
+    assert main(["sweep", str(path), "--data-dir", str(tmp_path / "flagged")]) == 2
+    assert "(from --data-dir)" in capsys.readouterr().err  # the flag wins, and is named
+
+
+def test_one_engine_outage_is_once_not_1_times():
+    from types import SimpleNamespace
+
+    from orchestrator.sweep.progress import SweepProgress
+
+    summaries = []
+    for outages in (1, 2):
+        progress = SweepProgress(quiet=True)
+        progress.attach(None, SimpleNamespace(watch=SimpleNamespace(outages=outages, down_since=None)))
+        summaries.append(progress.summary())
+    assert summaries[0].endswith("the Docker engine went away once, episodes re-run")
+    assert summaries[1].endswith("the Docker engine went away 2 times, episodes re-run")

@@ -9,6 +9,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+from foundation.errors import DataDirError
 from foundation.logs import logging_to_file
 from foundation.settings import DATA_DIR_ENV, resolve_data_dir
 from orchestrator.cli import handler_of
@@ -37,12 +38,19 @@ def add_parser(subparsers: Any) -> None:
 
 
 def data_dir_for(config: SweepConfig, flag: str | None) -> Path | None:
-    """The data directory, required only when a task set is not one of the project's starter sets."""
+    """The data directory, required only when a task set is not one of the project's starter sets:
+    --data-dir, else the file's data_dir, else the environment's or the default; a missing one is
+    one line naming where it came from."""
     needs_data = any(t.dataset is not None and not DATASETS[t.dataset].starter for t in config.tasks)
-    chosen = flag or config.data_dir
-    if not needs_data and chosen is None:
+    if not needs_data and flag is None and config.data_dir is None:
         return None
-    return resolve_data_dir(chosen)
+    if flag or config.data_dir is None:
+        return resolve_data_dir(flag)
+    path = config.data_dir.expanduser().resolve()
+    if not path.is_dir():
+        raise DataDirError(f"data directory {path} (from the sweep file's data_dir) does not exist: fix `data_dir`, "
+                           "or pass --data-dir DIR")
+    return path
 
 
 async def run(args: argparse.Namespace) -> int:

@@ -40,7 +40,9 @@ from agents.llm import ModelLimits
 from foundation.errors import ConfigError
 from orchestrator.taskset_config import TaskSetConfig
 
-_STRICT = ConfigDict(extra="forbid")
+# Unknown keys are mistakes; so are `inf` and `nan`: an endless timeout or wait is a sweep that
+# can hang for good, and every number here has a finite sensible value.
+_STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 # The most of each count a sweep file may ask for (README, "Sweeps"; a task set's own counts are in
 # orchestrator/taskset_config.py, MAX_TASKS). A sweep plans every episode
