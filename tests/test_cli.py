@@ -130,6 +130,12 @@ def test_a_sweep_file_nested_100000_levels_deep_is_one_line(tmp_path):
     assert_one_line_error(run("sweep", sweep_file(tmp_path, f'"{tmp_path}/out"', deep)), "nested too deeply")
     deep_table = "x = " + "{a = " * 100_000 + "1" + "}" * 100_000 + "\n"
     assert_one_line_error(run("sweep", sweep_file(tmp_path, f'"{tmp_path}/out"', deep_table)), "nested too deeply")
+    # Not too deep for tomllib, but too deep for pydantic to serialize (the sweep's identity): bounded too.
+    params = "{a = " * 270 + "1" + "}" * 270
+    path = tmp_path / "params.toml"
+    path.write_text(SWEEP.format(output=f'"{tmp_path}/out"').replace('name = "oracle"\n',
+                                                                      f'name = "oracle"\nparams = {params}\n'))
+    assert_one_line_error(run("sweep", str(path)), "models.0.params.a", "nested too deeply (more than 32 levels)")
 
 
 @pytest.mark.parametrize("args", [["--size", "-1"], ["--size", "0"], ["--episodes", "0"], ["--hold", "-1"]])

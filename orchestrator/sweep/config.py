@@ -254,7 +254,7 @@ def _check_values(path: Path, data: dict[str, Any]) -> None:
         where, value = stack.pop()
         key = ".".join(where) or "(top level)"
         if len(where) > MAX_DEPTH:
-            raise ConfigError(f"{path}: {'.'.join(where[:3])}...: nested too deeply (more than {MAX_DEPTH} levels)")
+            raise ConfigError(f"{path}: {'.'.join(where[:4])}...: nested too deeply (more than {MAX_DEPTH} levels)")
         if "\x00" in key or (isinstance(value, str) and "\x00" in value):
             shown = key.replace("\x00", "\\u0000")
             raise ConfigError(f"{path}: {shown}: holds a NUL byte (\\u0000), which no path or name can: remove it")
