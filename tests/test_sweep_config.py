@@ -246,7 +246,8 @@ def test_an_absurd_epoch_count_is_one_line_within_a_second_with_flat_memory(tmp_
 
 @pytest.mark.parametrize(("change", "expected"), [
     (lambda t: "epochs = 1001\n" + t, "epochs: Input should be less than or equal to 1000"),
-    (lambda t: t.replace("limit = 2", "sample = 1000001"), "tasks.1.sample: Input should be less than or equal to 1000000"),
+    (lambda t: t.replace("limit = 2", "sample = 1000001"),
+     "tasks.1.sample: Input should be less than or equal to 1000000"),
     (lambda t: t.replace("limit = 2", "limit = 1000001"), "tasks.1.limit: Input should be less than or equal to 1000000"),
     (lambda t: t + '[pools]\n"intercode/bash" = 4097\n', "max_size: Input should be less than or equal to 4096"),
     (lambda t: t + "".join(f'[[models]]\nname = "openai/m{n}"\nlocal = {{}}\n' for n in range(100)),

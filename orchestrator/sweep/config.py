@@ -45,9 +45,9 @@ from orchestrator.taskset_config import TaskSetConfig
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 # The most of each count a sweep file may ask for (README, "Sweeps"; a task set's own counts are in
-# orchestrator/taskset_config.py, MAX_TASKS). A sweep plans every episode
-# before it runs one, so the plan's size is bounded too: an absurd count is one line at once,
-# never a process that grows until the kernel kills it.
+# orchestrator/taskset_config.py, MAX_TASKS). A sweep plans every episode before it runs one, so
+# the plan's size is bounded too: an absurd count is one line at once, never a process that grows
+# until the kernel kills it.
 MAX_EPOCHS = 1000
 MAX_MODELS = 100
 MAX_TASK_SETS = 100
@@ -137,8 +137,8 @@ class ClusterSettings(BaseModel):
     ray: str = Field(description='the cluster: "auto" (the one this machine belongs to), "HOST:PORT" or "ray://HOST:PORT"')
     hosts: list[str] | None = Field(None, min_length=1, description="only these hosts (intercode_host_N); default: "
                                     "every node with an intercode_host_N resource, also those joining later")
-    host_concurrency: int | None = Field(None, ge=1, le=MAX_CONCURRENCY, description="episodes at once per host (default: 8 "
-                                         "per CPU of the host's node)")
+    host_concurrency: int | None = Field(None, ge=1, le=MAX_CONCURRENCY, description="episodes at once per host "
+                                         "(default: 8 per CPU of the host's node)")
     heartbeat: float = Field(2.0, gt=0, description="seconds between two pings of each host")
     host_timeout: float = Field(15.0, gt=0, description="seconds a host may leave a ping unanswered before it is "
                                 "lost (its episodes in flight are re-run elsewhere)")

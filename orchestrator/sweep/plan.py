@@ -67,9 +67,9 @@ def check_size(config: SweepConfig, task_sets: dict[str, list[Task]]) -> int:
     size = tasks * models * strategies * epochs
     if size > MAX_EPISODES:
         raise ConfigError(f"the sweep plans {size:,} episodes ({tasks} tasks × {_count(models, 'model')} × "
-                          f"{_count(strategies, 'strategy', 'strategies')} × {_count(epochs, 'epoch')}), more than the "
-                          f"{MAX_EPISODES:,} a sweep may plan: lower `epochs`, `sample` or `limit`, or split it "
-                          "into several sweep files")
+                          f"{_count(strategies, 'strategy', 'strategies')} × {_count(epochs, 'epoch')}), more "
+                          f"than the {MAX_EPISODES:,} a sweep may plan: lower `epochs`, `sample` or `limit`, or "
+                          "split it into several sweep files")
     return size
 
 
