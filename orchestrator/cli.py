@@ -20,30 +20,37 @@ from foundation.errors import UserError
 
 Handler = Callable[[argparse.Namespace], Awaitable[int]]
 
-# Command modules, imported lazily so `--help` stays fast and one broken command can't hide the rest.
-COMMAND_MODULES = (
-    "orchestrator.images.cli",
-    "orchestrator.pool_cli",
-    "orchestrator.fidelity.validate_cli",
-    "orchestrator.fidelity.replay_cli",
-    "orchestrator.sweep.cli",
-    "orchestrator.store.cli",
-    "orchestrator.report.cli",
-    "orchestrator.nightly.cli",
-    "orchestrator.view.cli",
-    "orchestrator.cluster.cli",
-    "orchestrator.tasks_cli",
-)
+# Each command and the module that registers it. A command line imports only its command's
+# module: what the others import (Docker and HTTP clients, the web app, numpy) costs a second,
+# and a mistake in a sweep file is one line at once. `--help` and an unknown command import all.
+COMMANDS = {
+    "images": "orchestrator.images.cli",
+    "pool": "orchestrator.pool_cli",
+    "validate": "orchestrator.fidelity.validate_cli",
+    "replay": "orchestrator.fidelity.replay_cli",
+    "sweep": "orchestrator.sweep.cli",
+    "export": "orchestrator.store.cli",
+    "report": "orchestrator.report.cli",
+    "compare": "orchestrator.nightly.cli",
+    "nightly": "orchestrator.nightly.cli",
+    "view": "orchestrator.view.cli",
+    "cluster": "orchestrator.cluster.cli",
+    "tasks": "orchestrator.tasks_cli",
+}
+COMMAND_MODULES = tuple(dict.fromkeys(COMMANDS.values()))
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; given `argv`, with only the subparser of the command it names (all when it
+    names none)."""
     parser = argparse.ArgumentParser(
         prog="python -m orchestrator",
         description="InterCode Orchestrator: run and score LLM coding agents in warm Docker containers.",
     )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log lines (-vv: debug)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMAND_MODULES:
+    command = next((arg for arg in argv or [] if not arg.startswith("-")), None)
+    for name in (COMMANDS[command],) if command in COMMANDS else COMMAND_MODULES:
         importlib.import_module(name).add_parser(sub)
     return parser
 
@@ -61,7 +68,8 @@ async def _run_cancellable(handler: Handler, args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(argv).parse_args(argv)
     with logs.configured(args.verbose):
         handler: Handler = args.handler
         try:

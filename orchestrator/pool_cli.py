@@ -8,6 +8,7 @@ import statistics
 import time
 
 from foundation.engine import engine
+from foundation.errors import ConfigError
 from foundation.pool.config import ImagePoolConfig
 from foundation.pool.ownership import MANAGED, OWNER, RUN, reap_orphans
 from foundation.pool.pool import Pool
@@ -30,7 +31,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     reap.set_defaults(handler=_reap)
 
 
+def _check_demo(args: argparse.Namespace) -> None:
+    """ConfigError for a count the demo cannot run with (checked before the engine is reached)."""
+    for flag, value, least in (("--size", args.size, 1), ("--episodes", args.episodes, 1), ("--hold", args.hold, 0)):
+        if value < least:
+            raise ConfigError(f"{flag} must be {least} or more, not {value:g}")
+
+
 async def _demo(args: argparse.Namespace) -> int:
+    _check_demo(args)
     async with engine() as docker:
         config = ImagePoolConfig(min_idle=args.size, max_size=args.size)
         async with Pool(docker, {args.image: config}) as pool:

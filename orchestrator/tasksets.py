@@ -22,92 +22,24 @@ import os
 import random
 import re
 from dataclasses import dataclass, field
-from pathlib import Path, PurePath
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pathlib import Path
+from typing import Any
 
 from environments.own import own_kind
 from environments.runtime import default_pool_config
 from foundation.errors import ConfigError
 from foundation.pool import ImagePoolConfig
 from orchestrator.images.specs import ImageSpec, get, own_layer, register
+from orchestrator.taskset_config import TaskSetConfig
 from tasks import DATASETS, DatasetInfo, Task, load_tasks, register_dataset
 from orchestrator.images.ensure import ensure_images
 from tasks.harbor import is_task, read_harbor
 from tasks.own import is_environment, read_environment
 
+__all__ = ["TaskSet", "TaskSetConfig", "of_directory", "pool_configs", "prepare", "resolve"]
+
 OWN_BUILD_TIMEOUT = 1800.0  # seconds a Dockerfile of yours may take to build
 HARBOR_PIDS = 2048  # processes a Harbor task's container may run (builds, test runners)
-
-
-class TaskSetConfig(BaseModel):
-    """Tasks of one source, all of them or a filter, then a seeded sample or the first `limit`."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    dataset: str | None = Field(None, description="a dataset name, e.g. nl2bash-fs1, spider, mbpp, ctf, starter-bash")
-    path: str | None = Field(None, description="an environment directory of your own (with environment.toml), "
-                             "or with `kind` a task file of yours (JSON or JSONL)")
-    harbor: str | None = Field(None, description="a Harbor task folder, or a folder of them")
-    kind: Literal["bash", "sql", "python"] | None = Field(
-        None, description="with `path`: the file is in this kind's format (NL2Bash's, Spider's, MBPP's)")
-    dockerfile: str | None = Field(None, description="kind bash (required) or python: the Dockerfile of the tasks' "
-                                   "image; its directory is the build context")
-    dump: str | None = Field(None, description="kind sql: the .sql file the tasks' databases are loaded from")
-    allow_internet: bool = Field(False, description="harbor: give the network to tasks whose task.toml allows "
-                                 "the internet (off: no task has a network)")
-    name: str | None = Field(None, description="how results call this set; default: the dataset or the folder's name")
-    filter: str | None = Field(None, description="regular expression; keep tasks whose query matches")
-    indices: list[int] | None = Field(None, description="keep only these task indices")
-    sample: int | None = Field(None, ge=1, description="a seeded random sample of this many tasks")
-    seed: int = Field(0, description="seed of the sample")
-    limit: int | None = Field(None, ge=1, description="keep the first this many tasks")
-
-    @field_validator("dataset")
-    @classmethod
-    def _known_dataset(cls, value: str | None) -> str | None:
-        if value is not None and value not in DATASETS:
-            raise ValueError(f"unknown dataset {value!r}; allowed: {', '.join(DATASETS)} (or give `path` or `harbor`)")
-        return value
-
-    @field_validator("filter")
-    @classmethod
-    def _valid_regex(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise ValueError(f"not a regular expression: {exc}") from None
-        return value
-
-    @model_validator(mode="after")
-    def _one_source(self) -> TaskSetConfig:
-        sources = [key for key in ("dataset", "path", "harbor") if getattr(self, key) is not None]
-        if len(sources) != 1:
-            raise ValueError("give exactly one of `dataset`, `path` (your environment or task file) and `harbor` "
-                             f"(Harbor task folders){'; got ' + ', '.join(sources) if sources else ''}")
-        if self.kind is not None and self.path is None:
-            raise ValueError("`kind` goes with `path`, a task file of yours in that kind's format")
-        if self.kind == "bash" and self.dockerfile is None:
-            raise ValueError("a Bash task file needs `dockerfile`, the file system its tasks run on")
-        if self.kind == "sql" and self.dump is None:
-            raise ValueError("a SQL task file needs `dump`, the .sql file its databases are loaded from")
-        if self.dockerfile is not None and self.kind not in ("bash", "python"):
-            raise ValueError("`dockerfile` goes with kind = \"bash\" or \"python\" (an environment of your own "
-                             "names its Dockerfile in environment.toml)")
-        if self.dump is not None and self.kind != "sql":
-            raise ValueError("`dump` goes with kind = \"sql\"")
-        if self.allow_internet and self.harbor is None:
-            raise ValueError("`allow_internet` is for Harbor tasks")
-        return self
-
-    @property
-    def label(self) -> str:
-        if self.name or self.dataset:
-            return self.name or self.dataset or ""
-        place = PurePath(self.path or self.harbor or "")
-        return (place.stem if self.kind else place.name) or "tasks"
 
 
 @dataclass(frozen=True)
@@ -276,7 +208,11 @@ def _select(spec: TaskSetConfig, tasks: list[Task]) -> list[Task]:
         tasks = [t for t in tasks if pattern.search(t.query)]
         if not tasks:
             raise ConfigError(f"task set {spec.label!r}: `filter` {spec.filter!r} matches no task of {source}")
-    if spec.sample is not None and spec.sample < len(tasks):
+    if spec.sample is not None:
+        if spec.sample > len(tasks):
+            kept = " after `filter` and `indices`" if spec.filter is not None or spec.indices is not None else ""
+            raise ConfigError(f"task set {spec.label!r}: `sample` = {spec.sample} is more than the {len(tasks)} tasks "
+                              f"{source} has{kept}: give at most {len(tasks)}, or leave `sample` out for all of them")
         tasks = sorted(random.Random(spec.seed).sample(tasks, spec.sample), key=lambda t: t.index)
     if spec.limit is not None:
         tasks = tasks[: spec.limit]

@@ -255,3 +255,55 @@ async def test_a_container_that_dies_mid_episode_is_re_created(docker: aiodocker
     for key in ("1", "4"):
         assert [(r.ours, r.agree) for r in by_episode[key]] == [(1.0, True)]
         assert all(bool(r.flag) is (containers == "original") for r in by_episode[key])
+
+
+def long_file(path: Path, episodes: int) -> Path:
+    """A trajectory file of ours (pristine containers) over the starter Bash tasks, each episode's
+    one observation 10 KB long: `episodes` of them make a file of about 10 KB each."""
+    from tasks import DATASETS, load_tasks
+
+    tasks = load_tasks("starter-bash")
+    observation = "a line of what the command printed\n" * 300
+    path.write_text(json.dumps({str(i): {
+        "environment": "ic_bash", "dataset": f"starter/{DATASETS['starter-bash'].path}", "task_id": t.index,
+        "query": t.query, "harness": "intercode-orchestrator",
+        "turn_history": {"actions": [t.gold_text], "observations": [observation], "rewards": [1.0],
+                         "valid_action": [True]}} for i, t in ((i, tasks[i % len(tasks)]) for i in range(episodes))}))
+    return path
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_long_replay_says_what_it_is_doing(tmp_path: Path) -> None:
+    """A 40 MB file: each step is on stderr as it starts, then how many episodes are replayed at
+    least every 10 s (a 200 MB file once printed nothing for 120 s)."""
+    import signal
+    import subprocess
+    import sys
+    import threading
+
+    from foundation.settings import PROJECT_ROOT
+
+    path = long_file(tmp_path / "long.json", 4000)
+    started = time.monotonic()
+    process = subprocess.Popen([sys.executable, "-m", "orchestrator", "replay", str(path)], cwd=PROJECT_ROOT,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines: list[tuple[float, str]] = []
+    reader = threading.Thread(target=lambda: lines.extend((time.monotonic() - started, line.strip())
+                                                          for line in process.stderr), daemon=True)
+    reader.start()
+    try:
+        deadline = started + 120
+        while time.monotonic() < deadline and not any("replayed" in line for _, line in lines):
+            time.sleep(0.2)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=60)
+        reader.join(timeout=10)
+        process.stderr.close()
+    print("\n".join(f"{at:6.1f} s  {line}" for at, line in lines))
+    assert lines and lines[0][0] < 5 and "reading" in lines[0][1] and "MB" in lines[0][1]
+    replayed = [(at, line) for at, line in lines if "replayed" in line]
+    assert replayed and "/4,000 episodes" in replayed[0][1]
+    silences = [b - a for (a, _), (b, _) in zip([(0.0, "")] + lines, lines[: lines.index(replayed[0]) + 1])]
+    assert max(silences) < 15  # a line at least every 10 s (and a little)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sqlite3
 from contextlib import closing
@@ -276,3 +277,15 @@ def test_not_sqlite_at_all(monkeypatch, capsys, tmp_path):
 async def test_handler_raises_config_error(tmp_path):
     with pytest.raises(ConfigError, match="has no results.db"):
         await run(argparse.Namespace(outdir=tmp_path))
+
+
+def test_the_reports_replace_the_last_ones_whole_with_the_usual_permissions(filled):
+    out = filled.outdir
+    (out / "report.md").write_text("the last report\n")
+    paths = write_report(out)
+    assert [p.name for p in paths] == ["report.md", "report.html"]
+    assert "the last report" not in (out / "report.md").read_text()
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == []  # no temporary file left
+    umask = os.umask(0)
+    os.umask(umask)
+    assert {oct(p.stat().st_mode & 0o777) for p in paths} == {oct(0o666 & ~umask)}  # as write_text made them

@@ -197,3 +197,133 @@ def test_the_progress_table_counts_per_model_and_task_set(tmp_path):
     oracle = next(line for line in console.file.getvalue().splitlines() if "oracle" in line and "starter-bash" in line)
     assert "1/10" in oracle and "1 (100%)" in oracle  # the episode an earlier run stored
     assert progress.summary().startswith(f"3/{len(episodes)} episodes stored (2 this run")
+
+
+# ------------------------------------------------------------------ bounded plans (issue 27, item 5)
+
+# Runs the command from a small process of its own: a child's peak RSS (ru_maxrss) counts what it
+# held before its exec, and a child forked from pytest would start with pytest's hundred MB.
+MEASURE = """
+import json, resource, subprocess, sys, time
+started = time.monotonic()
+try:
+    done = subprocess.run(sys.argv[2:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                          timeout=float(sys.argv[1]))
+    code, err = done.returncode, done.stderr
+except subprocess.TimeoutExpired as exc:
+    code, err = "timeout", exc.stderr or ""
+seconds = time.monotonic() - started
+peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+print(json.dumps([code, err if isinstance(err, str) else err.decode(), seconds, peak_kb]))
+"""
+
+
+def run_measured(argv: list[str], timeout: float = 20.0) -> tuple[int | str, str, float, int]:
+    """`python -m orchestrator ARGV` in a subprocess: its exit code ("timeout" when killed past
+    `timeout`), stderr, wall seconds and peak RSS in KB."""
+    import json
+    import subprocess
+    import sys
+
+    from foundation.settings import PROJECT_ROOT
+
+    out = subprocess.run([sys.executable, "-c", MEASURE, str(timeout), sys.executable, "-m", "orchestrator", *argv],
+                         cwd=PROJECT_ROOT, capture_output=True, text=True, check=True).stdout
+    code, err, seconds, peak_kb = json.loads(out)
+    return code, err, seconds, peak_kb
+
+
+def test_an_absurd_epoch_count_is_one_line_within_a_second_with_flat_memory(tmp_path):
+    path = write(tmp_path, "epochs = 99999999999999999999\n" + GOOD)
+    runs = [run_measured(["sweep", str(path)], timeout=10) for _ in range(3)]
+    for code, err, seconds, peak_kb in runs:
+        lines = err.strip().splitlines()
+        assert code == 2 and len(lines) == 1, err[-3000:]
+        assert lines[0].startswith("error: ") and "epochs" in lines[0] and "1000" in lines[0]
+        assert peak_kb < 300 * 1024
+    fastest = min(seconds for _, _, seconds, _ in runs)  # the best of three: the machine is shared
+    print(f"absurd epochs: {fastest:.2f} s at best of 3, peak RSS {max(r[3] for r in runs) / 1024:.0f} MB")
+    assert fastest < 1.0
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    (lambda t: "epochs = 1001\n" + t, "epochs: Input should be less than or equal to 1000"),
+    (lambda t: t.replace("limit = 2", "sample = 1000001"),
+     "tasks.1.sample: Input should be less than or equal to 1000000"),
+    (lambda t: t.replace("limit = 2", "limit = 1000001"), "tasks.1.limit: Input should be less than or equal to 1000000"),
+    (lambda t: t + '[pools]\n"intercode/bash" = 4097\n', "max_size: Input should be less than or equal to 4096"),
+    (lambda t: t + "".join(f'[[models]]\nname = "openai/m{n}"\nlocal = {{}}\n' for n in range(100)),
+     "models: List should have at most 100 items"),
+    (lambda t: t + "".join(f'[[tasks]]\ndataset = "starter-bash"\nname = "s{n}"\n' for n in range(100)),
+     "tasks: List should have at most 100 items"),
+])
+def test_every_count_has_a_maximum(tmp_path, change, expected):
+    message = error_of(tmp_path, change(GOOD))
+    assert expected in message and "\n" not in message
+
+
+def test_a_plan_over_the_maximum_is_refused_before_it_is_built(tmp_path):
+    import time
+
+    sets = "".join(f'[[tasks]]\ndataset = "starter-bash"\nname = "s{n}"\n' for n in range(21))
+    text = ('name = "big"\noutput = "OUT"\nepochs = 1000\nstrategies = ["single", "try_again", "react", "plan_solve", '
+            '"plan_solve_refine", "single_fenced", "try_again_fenced", "react_fenced", "plan_solve_fenced", "tools"]\n'
+            '[[models]]\nname = "oracle"\n' + sets)
+    config, _ = load_sweep(write(tmp_path, text))
+    task_sets = {t.label: select_tasks(t, None) for t in config.tasks}
+    started = time.monotonic()
+    with pytest.raises(ConfigError) as caught:
+        plan(config, task_sets)
+    assert time.monotonic() - started < 0.1  # checked, not built
+    message = str(caught.value)
+    assert "1,050,000 episodes (105 tasks × 1 model × 10 strategies × 1000 epochs)" in message
+    assert "more than the 1,000,000 a sweep may plan" in message and "\n" not in message
+
+
+# ------------------------------------------------------------------ the smaller ones (issue 27, item 10)
+
+@pytest.mark.parametrize("line", ["episode_timeout = inf", "engine_wait = inf", "episode_timeout = nan"])
+def test_an_endless_time_is_refused_with_one_line(tmp_path, line):
+    message = error_of(tmp_path, line + "\n" + GOOD)
+    assert line.split()[0] in message and "finite number" in message and "\n" not in message
+
+
+def test_a_models_endless_timeout_is_refused_with_one_line(tmp_path):
+    message = error_of(tmp_path, GOOD.replace('name = "oracle"', 'name = "oracle"\ntimeout = inf'))
+    assert "models.0.timeout" in message and "finite number" in message
+
+
+def test_a_sample_larger_than_the_task_set_is_refused_with_one_line():
+    config, _ = load_sweep_text('dataset = "starter-bash"\nsample = 6')
+    with pytest.raises(ConfigError) as caught:
+        select_tasks(config.tasks[0], None)
+    message = str(caught.value)
+    assert "`sample` = 6 is more than the 5 tasks" in message and "starter-bash" in message and "\n" not in message
+    config, _ = load_sweep_text('dataset = "starter-bash"\nsample = 5')  # all of them, as a sample: allowed
+    assert len(select_tasks(config.tasks[0], None)) == 5
+
+
+def test_a_data_dir_from_the_sweep_file_is_named_as_such(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("INTERCODE_DATA_DIR", raising=False)
+    missing = tmp_path / "no-data"
+    path = write(tmp_path, f'data_dir = "{missing}"\n' + GOOD.replace('"starter-sql"', '"spider"'))
+    assert main(["sweep", str(path)]) == 2
+    line = capsys.readouterr().err.strip()
+    assert f"data directory {missing} (from the sweep file's data_dir) does not exist" in line
+    assert "--data-dir" not in line.split("does not exist")[0] and "\n" not in line
+    assert main(["sweep", str(path), "--data-dir", str(tmp_path / "flagged")]) == 2
+    assert "(from --data-dir)" in capsys.readouterr().err  # the flag wins, and is named
+
+
+def test_one_engine_outage_is_once_not_1_times():
+    from types import SimpleNamespace
+
+    from orchestrator.sweep.progress import SweepProgress
+
+    summaries = []
+    for outages in (1, 2):
+        progress = SweepProgress(quiet=True)
+        progress.attach(None, SimpleNamespace(watch=SimpleNamespace(outages=outages, down_since=None)))
+        summaries.append(progress.summary())
+    assert summaries[0].endswith("the Docker engine went away once, episodes re-run")
+    assert summaries[1].endswith("the Docker engine went away 2 times, episodes re-run")

@@ -111,10 +111,12 @@ async def replay_all(runtime: Runtime, finder: TaskFinder, episodes: list[Episod
 
 
 async def replay_recordings(runtime: Runtime, finder: TaskFinder, episodes: list[Episode],
-                            concurrency: int, containers: str = "auto") -> Replayed:
+                            concurrency: int, containers: str = "auto",
+                            on_episode: Callable[[], None] | None = None) -> Replayed:
     """Replay episodes `concurrency` at a time, each worker holding one environment of a kind.
     Bash episodes that get the original's containers (see `lifecycle`) run in their file's order
-    through one environment with the original's long-lived, leakily reset containers."""
+    through one environment with the original's long-lived, leakily reset containers.
+    `on_episode` is called as each episode is replayed (progress)."""
     queues: dict[str, asyncio.Queue[Episode]] = defaultdict(asyncio.Queue)
     in_order: dict[str, list[Episode]] = defaultdict(list)
     for episode in episodes:
@@ -125,11 +127,12 @@ async def replay_recordings(runtime: Runtime, finder: TaskFinder, episodes: list
     out = Replayed()
 
     async def worker(kind: str, queue: asyncio.Queue[Episode]) -> None:
-        await Replayer(lambda: make_environment(kind, runtime), finder, out, history=False).run(
-            _drain(queue))
+        await Replayer(lambda: make_environment(kind, runtime), finder, out, history=False,
+                       on_episode=on_episode).run(_drain(queue))
 
     async def in_one_harness(file_episodes: list[Episode]) -> None:
-        await Replayer(lambda: OriginalLifecycleBashEnv(runtime), finder, out, history=True).run(file_episodes)
+        await Replayer(lambda: OriginalLifecycleBashEnv(runtime), finder, out, history=True,
+                       on_episode=on_episode).run(file_episodes)
 
     async with asyncio.TaskGroup() as group:
         for kind, queue in queues.items():
@@ -171,8 +174,9 @@ class Replayer:
     original lifecycle), so once new containers were opened, the episodes after are flagged."""
 
     def __init__(self, make: Callable[[], Environment], finder: TaskFinder, out: Replayed, *,
-                 history: bool) -> None:
+                 history: bool, on_episode: Callable[[], None] | None = None) -> None:
         self.make, self.finder, self.out, self.history = make, finder, out, history
+        self.on_episode = on_episode
         self.env = make()
         self.flag = ""  # once set, given to every turn scored after
         self.previous = ""  # the last episode that ran turns in the current environment
@@ -184,6 +188,8 @@ class Replayer:
                 self.out.results.extend(replay.turns)
                 if replay.bad:
                     self.out.bad[episode.key] = replay.bad
+                if self.on_episode is not None:
+                    self.on_episode()
         finally:
             await self.env.close()
 

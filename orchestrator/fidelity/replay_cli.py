@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import sys
+import time
 from pathlib import Path
 
 from environments.runtime import Runtime
@@ -61,18 +62,66 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 async def run(args: argparse.Namespace) -> int:
     data_dir = resolve_data_dir(args.data_dir)
     files = trajectory_files(args.files, args.table)
+    progress = Progress(files)
+    progress.step(f"reading {_count(len(files), 'file')} ({progress.megabytes:.0f} MB)")
     episodes = read_all(files, args.limit)  # every file is checked before a container starts
+    progress.step(f"read {_count(len(episodes), 'episode')}: finding their tasks and images")
     finder = TaskFinder(data_dir)
     await ensure_images(await asyncio.to_thread(images_of, finder, episodes), data_dir)
+    progress.step("starting the containers")
     async with Runtime.open(data_dir=data_dir, reward_mode=args.reward) as runtime:
+        progress.replaying(len(episodes))
         replayed = await replay_recordings(runtime, finder, episodes, args.concurrency,
-                                           args.containers)
+                                           args.containers, on_episode=progress.episode_done)
     output(args, episodes, replayed)
     if any(r.counted for r in replayed.results):
         return 0
     print(f"no turn could be compared with its recording ({left_out_counts(replayed.results) or 'no turns'}): "
           "see the reasons above", file=sys.stderr)
     return 1
+
+
+class Progress:
+    """What a long replay is doing, on stderr (stdout holds the report): for a large input, each
+    step as it starts; for any replay, how many episodes are done every EVERY seconds. A small
+    replay that ends sooner prints none of it."""
+
+    EVERY = 10.0  # seconds between two lines about the episodes
+    LARGE = 20_000_000  # bytes of trajectory files from which each step is announced
+
+    def __init__(self, files: list[Path]) -> None:
+        self.started = self.last = time.monotonic()
+        self.megabytes = sum(_size(path) for path in files) / 1e6
+        self.large = self.megabytes * 1e6 >= self.LARGE
+        self.total = self.done = 0
+
+    def step(self, text: str) -> None:
+        if self.large:
+            self._say(text)
+
+    def replaying(self, total: int) -> None:
+        self.total = total
+        self.step(f"replaying {_count(total, 'episode')}")
+
+    def episode_done(self) -> None:
+        self.done += 1
+        if time.monotonic() - self.last >= self.EVERY:
+            self._say(f"replayed {self.done:,}/{_count(self.total, 'episode')}")
+
+    def _say(self, text: str) -> None:
+        self.last = time.monotonic()
+        print(f"[{self.last - self.started:.0f} s] {text}", file=sys.stderr, flush=True)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:  # reading it says what is wrong with it, as one line
+        return 0
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n:,} {what}{'' if n == 1 else 's'}"
 
 
 def output(args: argparse.Namespace, episodes: list[Episode], replayed: Replayed) -> None:

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from foundation.errors import ConfigError
 from foundation.logs import logging_to_file
 from orchestrator.cli import handler_of
+from orchestrator.files import make_directory, write_files
 from orchestrator.nightly.compare import CompareSettings, Comparison, compare
 from orchestrator.nightly.flaky import FlakySettings
 from orchestrator.nightly.nightly import NightlyOptions, night_dir, run_nightly
@@ -28,6 +29,7 @@ from orchestrator.sweep.cli import data_dir_for
 from orchestrator.sweep.config import load_sweep
 
 HISTORY_NAME = "nightly-history.db"
+COMPARE_FIX = "give --out DIR, a directory you can write"
 
 
 def add_parser(subparsers: Any) -> None:
@@ -91,13 +93,11 @@ def write_comparison(baseline: Path, current: Path, out: Path | None,
     comparison = compare(from_episodes(before.episodes), from_episodes(after.episodes), settings)
     if not comparison.cells:
         raise ConfigError(f"{baseline} and {current} have no model × strategy × task set in common")
-    directory = out or current
-    directory.mkdir(parents=True, exist_ok=True)
+    directory = make_directory(out or current, "--out" if out else "CURRENT", COMPARE_FIX)
     name = baseline.resolve().name or "baseline"
     md, html = directory / f"compare-{name}.md", directory / f"compare-{name}.html"
-    md.write_text(compare_markdown(comparison, str(baseline), str(current)), encoding="utf-8")
-    html.write_text(compare_html(comparison, str(baseline), str(current)), encoding="utf-8")
-    return comparison, [md, html]
+    return comparison, write_files({md: compare_markdown(comparison, str(baseline), str(current)),
+                                    html: compare_html(comparison, str(baseline), str(current))}, COMPARE_FIX)
 
 
 def short_table(comparison: Comparison) -> str:

@@ -1,4 +1,5 @@
-"""`python -m orchestrator report OUTDIR`: write OUTDIR/report.md and OUTDIR/report.html from results.db."""
+"""`python -m orchestrator report OUTDIR`: write OUTDIR/report.md and OUTDIR/report.html from results.db
+(both whole, or neither)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.cli import handler_of
+from orchestrator.files import write_files
 from orchestrator.report.data import load_results
 from orchestrator.report.html import render_html
 from orchestrator.report.markdown import render_markdown
@@ -30,6 +32,6 @@ def write_report(outdir: Path) -> list[Path]:
     """Read OUTDIR/results.db and write both reports next to it; returns their paths."""
     view = build_view(load_results(outdir))
     md, html = outdir / "report.md", outdir / "report.html"
-    md.write_text(render_markdown(view), encoding="utf-8")
-    html.write_text(render_html(view), encoding="utf-8")
-    return [md, html]
+    # Both or neither: a full disk or a kill leaves the last reports as they were.
+    return write_files({md: render_markdown(view), html: render_html(view)},
+                       f"copy {outdir} to a writable disk and run `report` there")

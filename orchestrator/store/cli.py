@@ -11,7 +11,9 @@ from typing import Any
 
 from foundation.errors import ConfigError
 from orchestrator.cli import handler_of
-from orchestrator.store.export import export_intercode
+from orchestrator.files import CannotWrite, cannot_write, make_directory
+from orchestrator.store.export import EXPORT_FIX, export_intercode
+from orchestrator.store.reader import database_path
 
 Exporter = Callable[[Path, Path], list[Path]]
 WRITES = {"intercode": "trajectory files", "inspect": "Inspect AI eval logs"}
@@ -30,7 +32,13 @@ def add_parser(subparsers: Any) -> None:
 
 async def run(args: argparse.Namespace) -> int:
     target = args.to or args.outdir / "export" / args.format
-    paths = await asyncio.to_thread(exporter(args.format), args.outdir, target)
+    write = exporter(args.format)
+    database_path(args.outdir)  # a missing store first: no directory is made for it
+    make_directory(target, "--to" if args.to else "the export directory", EXPORT_FIX)
+    try:
+        paths = await asyncio.to_thread(write, args.outdir, target)
+    except OSError as exc:  # a full disk or read-only media midway: the files written so far are whole
+        raise CannotWrite(cannot_write(Path(exc.filename or target), exc, EXPORT_FIX)) from None
     print(f"{len(paths)} {WRITES[args.format]} in {target}")
     return 0
 

@@ -18,26 +18,27 @@ from typing import Any
 
 from environments.kind import kind_spec
 from foundation.errors import ConfigError
+from orchestrator.files import make_directory, write_files
 from orchestrator.store.reader import read_only
 from tasks import DATASETS
 
 # Marks our files: `replay` then gives their episodes pristine containers, as they ran, where a
 # file of the original's gets the original's long-lived, leakily reset ones.
 HARNESS = "intercode-orchestrator"
+EXPORT_FIX = "write the export elsewhere with --to DIR"
 
 
 def export_intercode(outdir: Path, target: Path) -> list[Path]:
     """Write the trajectory files under `target`; returns their paths."""
     with read_only(outdir) as db:
         groups = _episodes(db)
-    target.mkdir(parents=True, exist_ok=True)
+    make_directory(target, "the export directory", EXPORT_FIX)
     epochs = {key[3] for key in groups}
     written = []
     for (model, strategy, task_set, epoch), episodes in sorted(groups.items()):
         name = "__".join(safe_name(part) for part in (model, strategy, task_set))
         path = target / (f"{name}__epoch{epoch}.json" if len(epochs) > 1 else f"{name}.json")
-        path.write_text(json.dumps({str(i): e for i, e in enumerate(episodes)}, indent=1))
-        written.append(path)
+        written += write_files({path: json.dumps({str(i): e for i, e in enumerate(episodes)}, indent=1)}, EXPORT_FIX)
     return written
 
 

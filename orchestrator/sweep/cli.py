@@ -5,16 +5,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+from foundation.errors import DataDirError
 from foundation.logs import logging_to_file
 from foundation.settings import DATA_DIR_ENV, resolve_data_dir
 from orchestrator.cli import handler_of
+from orchestrator.files import CannotWrite, cannot_write, make_directory
 from orchestrator.sweep.config import SweepConfig, load_sweep
-from orchestrator.sweep.progress import SweepProgress
-from orchestrator.sweep.scheduler import run_sweep
 from tasks import DATASETS
+
+OUTPUT_FIX = "choose another `output` in the sweep file, or give --output DIR"
 
 
 def add_parser(subparsers: Any) -> None:
@@ -35,20 +38,33 @@ def add_parser(subparsers: Any) -> None:
 
 
 def data_dir_for(config: SweepConfig, flag: str | None) -> Path | None:
-    """The data directory, required only when a task set is not one of the project's starter sets."""
+    """The data directory, required only when a task set is not one of the project's starter sets:
+    --data-dir, else the file's data_dir, else the environment's or the default; a missing one is
+    one line naming where it came from."""
     needs_data = any(t.dataset is not None and not DATASETS[t.dataset].starter for t in config.tasks)
-    chosen = flag or config.data_dir
-    if not needs_data and chosen is None:
+    if not needs_data and flag is None and config.data_dir is None:
         return None
-    return resolve_data_dir(chosen)
+    if flag or config.data_dir is None:
+        return resolve_data_dir(flag)
+    path = config.data_dir.expanduser().resolve()
+    if not path.is_dir():
+        raise DataDirError(f"data directory {path} (from the sweep file's data_dir) does not exist: fix `data_dir`, "
+                           "or pass --data-dir DIR")
+    return path
 
 
 async def run(args: argparse.Namespace) -> int:
     config, sweep_hash = load_sweep(args.file, {"output": args.output, "concurrency": args.concurrency,
                                                   "ray": args.ray})
     data_dir = data_dir_for(config, args.data_dir)
+    # Imported once the file is good: they bring the engine client, the pool and the models (a
+    # second of imports that a mistake in the file should not wait for).
+    from orchestrator.sweep.progress import SweepProgress
+    from orchestrator.sweep.scheduler import run_sweep
+
     progress = SweepProgress(quiet=args.quiet)
-    with logging_to_file(config.output / "sweep.log", args.verbose, console=not args.quiet):
+    with ExitStack() as stack:
+        _log_to_file(stack, config.output, args)
         with progress.live():
             summary = await run_sweep(config, sweep_hash, progress=progress, data_dir=data_dir)
     print(progress.summary(), file=sys.stderr)
@@ -59,6 +75,16 @@ async def run(args: argparse.Namespace) -> int:
               "same command to continue", file=sys.stderr)
         return 1
     return 0
+
+
+def _log_to_file(stack: ExitStack, output: Path, args: argparse.Namespace) -> None:
+    """Log to OUTPUT/sweep.log for as long as `stack` is open. An output directory that cannot
+    hold it (a file in the way, read-only media, no permission) is one line, before anything else."""
+    make_directory(output, "output", OUTPUT_FIX)
+    try:
+        stack.enter_context(logging_to_file(output / "sweep.log", args.verbose, console=not args.quiet))
+    except OSError as exc:
+        raise CannotWrite(cannot_write(output / "sweep.log", exc, OUTPUT_FIX)) from None
 
 
 async def write_report(outdir: Path) -> None:

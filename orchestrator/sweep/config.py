@@ -38,9 +38,22 @@ from pydantic import (
 from agents.base import STRATEGIES
 from agents.llm import ModelLimits
 from foundation.errors import ConfigError
-from orchestrator.tasksets import TaskSetConfig
+from orchestrator.taskset_config import TaskSetConfig
 
-_STRICT = ConfigDict(extra="forbid")
+# Unknown keys are mistakes; so are `inf` and `nan`: an endless timeout or wait is a sweep that
+# can hang for good, and every number here has a finite sensible value.
+_STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+# The most of each count a sweep file may ask for (README, "Sweeps"; a task set's own counts are in
+# orchestrator/taskset_config.py, MAX_TASKS). A sweep plans every episode before it runs one, so
+# the plan's size is bounded too: an absurd count is one line at once, never a process that grows
+# until the kernel kills it.
+MAX_EPOCHS = 1000
+MAX_MODELS = 100
+MAX_TASK_SETS = 100
+MAX_CONCURRENCY = 4096
+MAX_DEPTH = 32  # tables and arrays inside each other
+MAX_EPISODES = 1_000_000  # tasks × models × strategies × epochs: a plan that size takes ~250 MB and seconds
 
 
 class LocalServer(BaseModel):
@@ -86,7 +99,7 @@ class PoolSettings(BaseModel):
 
     model_config = _STRICT
 
-    max_size: int | None = Field(None, ge=1, description="most containers of this image at once")
+    max_size: int | None = Field(None, ge=1, le=MAX_CONCURRENCY, description="most containers of this image at once")
     disk_mb: int | None = Field(None, ge=0, description="most a container's writable layer may hold (default "
                                 "4096; 0: no cap)")
 
@@ -124,8 +137,8 @@ class ClusterSettings(BaseModel):
     ray: str = Field(description='the cluster: "auto" (the one this machine belongs to), "HOST:PORT" or "ray://HOST:PORT"')
     hosts: list[str] | None = Field(None, min_length=1, description="only these hosts (intercode_host_N); default: "
                                     "every node with an intercode_host_N resource, also those joining later")
-    host_concurrency: int | None = Field(None, ge=1, le=4096, description="episodes at once per host (default: 8 "
-                                         "per CPU of the host's node)")
+    host_concurrency: int | None = Field(None, ge=1, le=MAX_CONCURRENCY, description="episodes at once per host "
+                                         "(default: 8 per CPU of the host's node)")
     heartbeat: float = Field(2.0, gt=0, description="seconds between two pings of each host")
     host_timeout: float = Field(15.0, gt=0, description="seconds a host may leave a ping unanswered before it is "
                                 "lost (its episodes in flight are re-run elsewhere)")
@@ -145,12 +158,12 @@ class SweepConfig(BaseModel):
 
     name: str = Field(min_length=1, description="the sweep's name; part of every episode's identity")
     output: Path = Field(description="output directory (results.db, sweep.log, reports)")
-    models: list[ModelConfig] = Field(min_length=1)
+    models: list[ModelConfig] = Field(min_length=1, max_length=MAX_MODELS)
     strategies: list[str] = Field(min_length=1, description=f"any of {', '.join(STRATEGIES)}")
-    tasks: list[TaskSetConfig] = Field(min_length=1)
-    epochs: int = Field(1, ge=1, description="times each task runs per model and strategy")
+    tasks: list[TaskSetConfig] = Field(min_length=1, max_length=MAX_TASK_SETS)
+    epochs: int = Field(1, ge=1, le=MAX_EPOCHS, description="times each task runs per model and strategy")
     max_turns: int = Field(10, ge=1, le=100)
-    concurrency: int = Field(16, ge=1, le=4096, description="episodes at once")
+    concurrency: int = Field(16, ge=1, le=MAX_CONCURRENCY, description="episodes at once")
     episode_timeout: float = Field(600.0, gt=0, description="seconds an episode may take")
     infra_retries: int = Field(2, ge=0, le=10, description="re-runs of an episode after an infrastructure failure")
     engine_wait: float = Field(300.0, gt=0, description="seconds to wait for a Docker engine that went away (a "
@@ -219,6 +232,10 @@ def load_sweep(path: Path, overrides: dict[str, Any] | None = None) -> tuple[Swe
         data = tomllib.loads(raw.decode())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib parses nested arrays and tables by recursion
+        raise ConfigError(f"{path}: nested too deeply (arrays or tables inside each other more than "
+                          f"{MAX_DEPTH} levels): no sweep file needs that") from None
+    _check_values(path, data)
     overrides = dict(overrides or {})
     if (ray := overrides.pop("ray", None)) is not None:  # --ray: the file's [cluster] with this address
         cluster = data.get("cluster")
@@ -230,6 +247,24 @@ def load_sweep(path: Path, overrides: dict[str, Any] | None = None) -> tuple[Swe
         raise ConfigError(f"{path}: {describe(exc)}") from None
     config._base_dir = path.resolve().parent
     return config, hashlib.sha256(raw).hexdigest()
+
+
+def _check_values(path: Path, data: dict[str, Any]) -> None:
+    """ConfigError for what no sweep file needs and what the code after it would trip on: nesting
+    deeper than MAX_DEPTH, and a NUL byte, which no path or name can hold."""
+    stack: list[tuple[tuple[str, ...], Any]] = [((), data)]
+    while stack:
+        where, value = stack.pop()
+        key = ".".join(where) or "(top level)"
+        if len(where) > MAX_DEPTH:
+            raise ConfigError(f"{path}: {'.'.join(where[:4])}...: nested too deeply (more than {MAX_DEPTH} levels)")
+        if "\x00" in key or (isinstance(value, str) and "\x00" in value):
+            shown = key.replace("\x00", "\\u0000")
+            raise ConfigError(f"{path}: {shown}: holds a NUL byte (\\u0000), which no path or name can: remove it")
+        if isinstance(value, dict):
+            stack.extend(((*where, str(k)), v) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend(((*where, str(i)), v) for i, v in enumerate(value))
 
 
 def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:

@@ -20,8 +20,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from foundation.errors import ConfigError
 from orchestrator.store import EpisodeKey
-from orchestrator.sweep.config import SweepConfig
+from orchestrator.sweep.config import MAX_EPISODES, SweepConfig
 from orchestrator.tasksets import TaskSetConfig, resolve
 from tasks import Task
 
@@ -47,7 +48,9 @@ def select_tasks(spec: TaskSetConfig, data_dir: Path | None, base_dir: Path | No
 
 
 def plan(config: SweepConfig, task_sets: dict[str, list[Task]]) -> list[PlannedEpisode]:
-    """Every episode of the sweep, each model's in its fair order."""
+    """Every episode of the sweep, each model's in its fair order; ConfigError, before anything
+    is built, for a plan of more than MAX_EPISODES."""
+    check_size(config, task_sets)
     episodes: list[PlannedEpisode] = []
     for model in config.models:
         for epoch in range(config.epochs):
@@ -55,6 +58,23 @@ def plan(config: SweepConfig, task_sets: dict[str, list[Task]]) -> list[PlannedE
                      for strategy in config.strategies for label, tasks in task_sets.items()]
             episodes.extend(_round_robin(cells))
     return episodes
+
+
+def check_size(config: SweepConfig, task_sets: dict[str, list[Task]]) -> int:
+    """The number of episodes the sweep plans, counted, not built; ConfigError past MAX_EPISODES."""
+    tasks = sum(len(found) for found in task_sets.values())
+    models, strategies, epochs = len(config.models), len(config.strategies), config.epochs
+    size = tasks * models * strategies * epochs
+    if size > MAX_EPISODES:
+        raise ConfigError(f"the sweep plans {size:,} episodes ({tasks} tasks × {_count(models, 'model')} × "
+                          f"{_count(strategies, 'strategy', 'strategies')} × {_count(epochs, 'epoch')}), more "
+                          f"than the {MAX_EPISODES:,} a sweep may plan: lower `epochs`, `sample` or `limit`, or "
+                          "split it into several sweep files")
+    return size
+
+
+def _count(n: int, one: str, many: str = "") -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
 
 
 def _round_robin(lists: Iterable[list[PlannedEpisode]]) -> Iterator[PlannedEpisode]:

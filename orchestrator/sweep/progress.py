@@ -127,9 +127,14 @@ class SweepProgress:
         failed = sum(r.failed for r in self.rows.values())
         elapsed = time.monotonic() - self.started_at
         watch = self._runtime.watch if self._runtime is not None else None
-        away = f"; the Docker engine went away {watch.outages} times, episodes re-run" if watch and watch.outages else ""
+        away = (f"; the Docker engine went away {_times(watch.outages)}, episodes re-run"
+                if watch and watch.outages else "")
         return (f"{done}/{total} episodes stored ({now} this run in {elapsed:.1f} s, "
                 f"{now / max(elapsed, 1e-9):.1f}/s), {success} solved, {failed} failed{away}")
+
+
+def _times(n: int) -> str:
+    return "once" if n == 1 else f"{n} times"
 
 
 def _cost(row: Row) -> str:

@@ -43,6 +43,8 @@ def last_good_night(history: Path, outdir: Path) -> Path:
 
 
 async def run(args: argparse.Namespace) -> int:
+    if not 0 <= args.port <= 65535:
+        raise ConfigError(f"--port {args.port} is not a port: give 0 to 65535 (0: any free one)")
     outdirs = list(args.outdirs)
     if args.last_good is not None:
         if len(outdirs) != 1:

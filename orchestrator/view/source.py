@@ -1,6 +1,7 @@
 """One sweep's results.db as the viewer reads it: read-only, off the event loop, checked once at start.
 
-Every query opens its own `mode=ro` connection in a worker thread. SQLite in WAL mode lets such
+Every query opens its own read-only connection in a worker thread (`mode=ro`; `immutable` on
+read-only media, orchestrator/store/reader.py). SQLite in WAL mode lets such
 readers see each committed episode while the sweep writes, and they never block its writer; a
 read-only connection cannot write even by mistake. What is costly to compute over a whole store
 (the report's view) is cached under a change token, so a page over a store that did not change
@@ -20,6 +21,7 @@ from foundation.errors import ConfigError, UserError
 from foundation.concurrency import TaskOwner
 from orchestrator.report.data import Results, load_results
 from orchestrator.report.view import ReportView, build_view
+from orchestrator.store import reader
 from orchestrator.store.reader import REQUIRED_TABLES, database_path
 from orchestrator.store.store import SCHEMA_VERSION
 from orchestrator.view.queries import CellProgress, progress
@@ -154,9 +156,8 @@ def token_text(token: tuple[Any, ...]) -> str:
 
 
 def connect(path: Path) -> sqlite3.Connection:
-    """A read-only connection (`mode=ro`; query_only too, in case a URI flag is ever lost)."""
-    db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S,
-                         check_same_thread=False)
+    """A read-only connection (the store reader's; query_only too, in case a URI flag is ever lost)."""
+    db = reader.connect(path, timeout=BUSY_TIMEOUT_S)
     db.execute("PRAGMA query_only = ON")
     return db
 

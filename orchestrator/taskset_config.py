@@ -1,0 +1,87 @@
+"""A `[[tasks]]` table of the sweep file, as validated: where the tasks come from and which of
+them to keep. Resolving it into tasks is `orchestrator/tasksets.py`'s job; this module stays
+light (pydantic and the dataset table only) so that a sweep file is checked without importing
+what runs the tasks.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePath
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from tasks import DATASETS
+
+MAX_TASKS = 1_000_000  # most tasks a task set may keep (`sample`, `limit`, `indices`)
+
+
+class TaskSetConfig(BaseModel):
+    """Tasks of one source, all of them or a filter, then a seeded sample or the first `limit`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dataset: str | None = Field(None, description="a dataset name, e.g. nl2bash-fs1, spider, mbpp, ctf, starter-bash")
+    path: str | None = Field(None, description="an environment directory of your own (with environment.toml), "
+                             "or with `kind` a task file of yours (JSON or JSONL)")
+    harbor: str | None = Field(None, description="a Harbor task folder, or a folder of them")
+    kind: Literal["bash", "sql", "python"] | None = Field(
+        None, description="with `path`: the file is in this kind's format (NL2Bash's, Spider's, MBPP's)")
+    dockerfile: str | None = Field(None, description="kind bash (required) or python: the Dockerfile of the tasks' "
+                                   "image; its directory is the build context")
+    dump: str | None = Field(None, description="kind sql: the .sql file the tasks' databases are loaded from")
+    allow_internet: bool = Field(False, description="harbor: give the network to tasks whose task.toml allows "
+                                 "the internet (off: no task has a network)")
+    name: str | None = Field(None, description="how results call this set; default: the dataset or the folder's name")
+    filter: str | None = Field(None, description="regular expression; keep tasks whose query matches")
+    indices: list[int] | None = Field(None, max_length=MAX_TASKS, description="keep only these task indices")
+    sample: int | None = Field(None, ge=1, le=MAX_TASKS, description="a seeded random sample of this many tasks "
+                               "(no more than the set has)")
+    seed: int = Field(0, description="seed of the sample")
+    limit: int | None = Field(None, ge=1, le=MAX_TASKS, description="keep the first this many tasks")
+
+    @field_validator("dataset")
+    @classmethod
+    def _known_dataset(cls, value: str | None) -> str | None:
+        if value is not None and value not in DATASETS:
+            raise ValueError(f"unknown dataset {value!r}; allowed: {', '.join(DATASETS)} (or give `path` or `harbor`)")
+        return value
+
+    @field_validator("filter")
+    @classmethod
+    def _valid_regex(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"not a regular expression: {exc}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _one_source(self) -> TaskSetConfig:
+        sources = [key for key in ("dataset", "path", "harbor") if getattr(self, key) is not None]
+        if len(sources) != 1:
+            raise ValueError("give exactly one of `dataset`, `path` (your environment or task file) and `harbor` "
+                             f"(Harbor task folders){'; got ' + ', '.join(sources) if sources else ''}")
+        if self.kind is not None and self.path is None:
+            raise ValueError("`kind` goes with `path`, a task file of yours in that kind's format")
+        if self.kind == "bash" and self.dockerfile is None:
+            raise ValueError("a Bash task file needs `dockerfile`, the file system its tasks run on")
+        if self.kind == "sql" and self.dump is None:
+            raise ValueError("a SQL task file needs `dump`, the .sql file its databases are loaded from")
+        if self.dockerfile is not None and self.kind not in ("bash", "python"):
+            raise ValueError("`dockerfile` goes with kind = \"bash\" or \"python\" (an environment of your own "
+                             "names its Dockerfile in environment.toml)")
+        if self.dump is not None and self.kind != "sql":
+            raise ValueError("`dump` goes with kind = \"sql\"")
+        if self.allow_internet and self.harbor is None:
+            raise ValueError("`allow_internet` is for Harbor tasks")
+        return self
+
+    @property
+    def label(self) -> str:
+        if self.name or self.dataset:
+            return self.name or self.dataset or ""
+        place = PurePath(self.path or self.harbor or "")
+        return (place.stem if self.kind else place.name) or "tasks"
