@@ -7,17 +7,15 @@ from the same database reads the same.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.stats import binomtest, bootstrap
 
-Z_95 = 1.959963984540054  # the standard normal's 97.5th percentile
 
-
-def wilson_interval(successes: int, n: int, z: float = Z_95) -> tuple[float, float]:
-    """Wilson score interval for a binomial proportion (95% by default).
+def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion (95% by default), scipy's.
 
     Chosen over the normal (Wald) interval because sweeps often have few episodes per cell and
     rates near 0 or 1, where Wald collapses to zero width or leaves [0, 1]. With n == 0 nothing
@@ -27,14 +25,10 @@ def wilson_interval(successes: int, n: int, z: float = Z_95) -> tuple[float, flo
         raise ValueError(f"need 0 <= successes <= n, got {successes}/{n}")
     if n == 0:
         return 0.0, 1.0
-    p = successes / n
-    z2 = z * z
-    denominator = 1 + z2 / n
-    centre = (p + z2 / (2 * n)) / denominator
-    half = z / denominator * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
-    # Clamp the float noise at the ends (0/n must give exactly 0, n/n exactly 1).
-    low = 0.0 if successes == 0 else max(0.0, centre - half)
-    high = 1.0 if successes == n else min(1.0, centre + half)
+    ci = binomtest(successes, n).proportion_ci(confidence_level=confidence, method="wilson")
+    # The ends exactly (0/n must give exactly 0, n/n exactly 1), not float noise.
+    low = 0.0 if successes == 0 else max(0.0, float(ci.low))
+    high = 1.0 if successes == n else min(1.0, float(ci.high))
     return low, high
 
 
@@ -44,19 +38,17 @@ def mean(values: Sequence[float]) -> float | None:
 
 
 def mcnemar_exact(only_a: int, only_b: int) -> float:
-    """Two-sided exact McNemar p-value from the discordant pairs.
+    """Two-sided exact McNemar p-value from the discordant pairs: scipy's exact binomial test of
+    `only_a` of them going A's way, when each would with probability 1/2.
 
-    `only_a`: tasks that A solved and B did not; `only_b`: the reverse. Under the null each
-    discordant pair goes either way with probability 1/2, so the p-value is twice the smaller
-    binomial tail (capped at 1). No discordant pairs means no evidence of a difference: 1.0.
+    `only_a`: tasks that A solved and B did not; `only_b`: the reverse. No discordant pairs means
+    no evidence of a difference: 1.0.
     """
     if only_a < 0 or only_b < 0:
         raise ValueError(f"discordant counts must be >= 0, got {only_a}, {only_b}")
-    n = only_a + only_b
-    if n == 0:
+    if only_a + only_b == 0:
         return 1.0
-    tail = sum(math.comb(n, i) for i in range(min(only_a, only_b) + 1)) / 2**n
-    return min(1.0, 2 * tail)
+    return float(binomtest(only_a, only_a + only_b, 0.5).pvalue)
 
 
 @dataclass(frozen=True)
@@ -72,7 +64,8 @@ class BootstrapResult:
 
 def paired_bootstrap(a: Sequence[float], b: Sequence[float], *, resamples: int = 10_000, seed: int = 0,
                      confidence: float = 0.95) -> BootstrapResult:
-    """Paired bootstrap of the mean difference mean(a) - mean(b); item i of a pairs with item i of b.
+    """Paired bootstrap of the mean difference mean(a) - mean(b) (scipy's, `paired=True`); item i
+    of a pairs with item i of b.
 
     Tasks are resampled with replacement (seeded, so results repeat). The CI is the percentile
     interval of the resampled differences. The p-value tests "no difference" by centring the
@@ -85,13 +78,16 @@ def paired_bootstrap(a: Sequence[float], b: Sequence[float], *, resamples: int =
         raise ValueError("paired bootstrap needs at least one pair")
     if resamples < 1 or not 0 < confidence < 1:
         raise ValueError("need resamples >= 1 and 0 < confidence < 1")
-    diffs = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
-    observed = float(diffs.mean())
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(0, len(diffs), size=(resamples, len(diffs)))
-    means = diffs[picks].mean(axis=1)
-    tail = (1 - confidence) / 2
-    low, high = np.quantile(means, [tail, 1 - tail])
+    first, second = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    observed = float((first - second).mean())
+    result = bootstrap((first, second), _mean_difference, paired=True, vectorized=True, n_resamples=resamples,
+                       confidence_level=confidence, method="percentile", rng=np.random.default_rng(seed))
+    means = result.bootstrap_distribution
     extreme = int(np.count_nonzero(np.abs(means - observed) >= abs(observed) - 1e-12))
     p_value = (extreme + 1) / (resamples + 1)
+    low, high = result.confidence_interval
     return BootstrapResult(observed, float(low), float(high), min(1.0, p_value), resamples)
+
+
+def _mean_difference(first: np.ndarray, second: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.mean(first - second, axis=axis)
