@@ -9,7 +9,7 @@ import pytest
 from foundation.errors import ConfigError
 from orchestrator.cli import main
 from orchestrator.store import EpisodeKey
-from orchestrator.sweep.config import load_sweep
+from orchestrator.sweep.config import SweepConfig, load_sweep
 from orchestrator.sweep.plan import Dispatcher, PlannedEpisode, plan, select_tasks
 from tasks import load_tasks
 
@@ -327,3 +327,28 @@ def test_one_engine_outage_is_once_not_1_times():
         summaries.append(progress.summary())
     assert summaries[0].endswith("the Docker engine went away once, episodes re-run")
     assert summaries[1].endswith("the Docker engine went away 2 times, episodes re-run")
+
+
+
+
+def test_a_large_plan_stops_when_the_sweep_is_interrupted():
+    """974,000 episodes take seconds to plan: the sweep plans in a thread (its event loop hears a
+    SIGTERM meanwhile, scheduler._planned), which stops at its next epoch once told to."""
+    import threading
+    import time
+
+    from tasks import Task
+
+    config = SweepConfig.model_validate({"name": "large", "output": "/nowhere", "strategies": ["single"], "epochs": 1000,
+                                         "models": [{"name": "oracle"}], "tasks": [{"dataset": "starter-bash"}]})
+    tasks = {"x": [Task(env="bash", dataset="x", index=i, query="q", gold="g", image="") for i in range(974)]}
+    stop, told = threading.Event(), []
+    timer = threading.Timer(0.3, lambda: (told.append(time.monotonic()), stop.set()))
+    timer.start()
+    episodes = plan(config, tasks, stop)
+    lag = time.monotonic() - told[0]
+    timer.join()
+    assert episodes == []  # nobody will run a plan that was stopped
+    print(f"a plan of 974,000 episodes stopped {lag:.3f} s after being told")
+    complete = plan(config, {"x": tasks["x"][:10]})
+    assert len(complete) == 10_000  # a plan nobody stops is whole

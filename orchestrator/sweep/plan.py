@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,13 +48,17 @@ def select_tasks(spec: TaskSetConfig, data_dir: Path | None, base_dir: Path | No
     return resolve(spec, base_dir=base_dir or Path.cwd(), data_dir=data_dir).tasks
 
 
-def plan(config: SweepConfig, task_sets: dict[str, list[Task]]) -> list[PlannedEpisode]:
+def plan(config: SweepConfig, task_sets: dict[str, list[Task]],
+         stop: threading.Event | None = None) -> list[PlannedEpisode]:
     """Every episode of the sweep, each model's in its fair order; ConfigError, before anything
-    is built, for a plan of more than MAX_EPISODES."""
+    is built, for a plan of more than MAX_EPISODES. Planned in a thread (a large plan takes
+    seconds), it ends early, with an empty plan, once `stop` is set (the sweep was interrupted)."""
     check_size(config, task_sets)
     episodes: list[PlannedEpisode] = []
     for model in config.models:
         for epoch in range(config.epochs):
+            if stop is not None and stop.is_set():
+                return []
             cells = [[PlannedEpisode(EpisodeKey(model.name, strategy, label, task.id, epoch), task) for task in tasks]
                      for strategy in config.strategies for label, tasks in task_sets.items()]
             episodes.extend(_round_robin(cells))

@@ -15,6 +15,7 @@ import collections
 import gc
 import math
 import subprocess
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -42,6 +43,7 @@ from orchestrator.sweep.plan import Dispatcher, PlannedEpisode, plan
 from orchestrator.sweep.progress import SweepProgress
 from orchestrator.sweep.runner import EpisodeRunner, LocalSite, Site
 from orchestrator.tasksets import TaskSet, pool_configs, resolve
+from tasks import Task
 
 log = structlog.get_logger(__name__)
 
@@ -64,7 +66,7 @@ async def run_sweep(config: SweepConfig, sweep_hash: str, *, progress: SweepProg
     resolved = await asyncio.to_thread(_load_task_sets, config, data_dir)
     await asyncio.to_thread(check_models, config, data_dir)
     task_sets = {label: found.tasks for label, found in resolved.items()}
-    episodes = plan(config, task_sets)
+    episodes = await _planned(config, task_sets)
     identity = config.identity([found.digest for found in resolved.values()])
     async with Store.open(config.output, sweep=config.name, identity=identity) as store:
         done = await store.finished_keys()
@@ -84,6 +86,17 @@ async def run_sweep(config: SweepConfig, sweep_hash: str, *, progress: SweepProg
             await asyncio.shield(store.finish_run(run_id, status))
             log.info("sweep_end", sweep=config.name, run=run_id, status=status)
     return SweepSummary(len(episodes), len(episodes) - len(todo), len(todo) - left, left, run_id)
+
+
+async def _planned(config: SweepConfig, task_sets: dict[str, list[Task]]) -> list[PlannedEpisode]:
+    """The plan, made in a thread: the event loop hears a SIGTERM meanwhile, and the thread then
+    stops at its next epoch instead of finishing a plan nobody will run."""
+    stop = threading.Event()
+    try:
+        return await asyncio.to_thread(plan, config, task_sets, stop)
+    except asyncio.CancelledError:
+        stop.set()
+        raise
 
 
 @contextmanager
