@@ -36,6 +36,8 @@ CANNOT_CONNECT = 900  # the status aiodocker gives a DockerError when no connect
 # RuntimeError), and a request that timed out on the socket.
 TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (aiohttp.ClientError, OSError, AssertionError, RuntimeError,
                                                      TimeoutError)
+# The engine refusing, or its transport failing: what any call to it may raise.
+ENGINE_ERRORS: tuple[type[BaseException], ...] = (aiodocker.DockerError, *TRANSPORT_ERRORS)
 
 
 def engine_host() -> str:

@@ -34,10 +34,12 @@ import aiodocker.events
 import structlog
 
 from foundation.concurrency import TaskOwner
-from foundation.engine import TRANSPORT_ERRORS, describe, probe_client
+from foundation.engine import ENGINE_ERRORS, describe, probe_client
 from foundation.errors import EngineUnavailable, SandboxError
 
 log = structlog.get_logger(__name__)
+# What a stall probe may meet: the engine's errors, or a sandbox failing
+_PROBE_ERRORS: tuple[type[BaseException], ...] = (*ENGINE_ERRORS, SandboxError)
 
 PROBE_TIMEOUT = 10.0  # seconds for one "are you there?": a busy engine is slow, not away
 HEARTBEAT = 2.0  # seconds between two pings of an engine that seems well
@@ -94,7 +96,7 @@ class EngineWatch:
         try:
             await events.run(filters=json.dumps({"type": ["daemon"]}))
             reason = "its event stream ended"
-        except (aiodocker.DockerError, *TRANSPORT_ERRORS) as exc:
+        except ENGINE_ERRORS as exc:
             reason = f"its event stream failed: {describe(exc)}"
         if not self._closed:
             self.notice(reason)
@@ -127,7 +129,7 @@ class EngineWatch:
                 await (self._probe or self.docker).version()
             if self._stalled and self.probe is not None:
                 await self.probe()
-        except (aiodocker.DockerError, SandboxError, *TRANSPORT_ERRORS):
+        except _PROBE_ERRORS:
             return False
         return True
 

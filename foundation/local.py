@@ -82,8 +82,8 @@ class LocalSandbox:
         result = await self.driver.session(action, timeout=timeout or self.limits.timeout,
                                            cap=cap or self.limits.output_cap)
         if result.cwd is not None and Path(result.cwd).is_relative_to(self.root):
-            result = replace(result, cwd="/" + str(Path(result.cwd).relative_to(self.root)).removeprefix("."))
-            self.cwd = result.cwd
+            self.cwd = "/" + str(Path(result.cwd).relative_to(self.root)).removeprefix(".")
+            result = replace(result, cwd=self.cwd)
         return result
 
     async def python(self, codes: Sequence[str], *, timeout: float | None = None, cap: int | None = None,

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO, cast
 
 import structlog
 
@@ -20,7 +20,7 @@ def configure(verbosity: int = 0) -> None:
         processors=[structlog.processors.add_log_level, structlog.processors.TimeStamper(fmt="%H:%M:%S"),
                     structlog.dev.ConsoleRenderer(colors=False)],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(file=_Stderr()),
+        logger_factory=structlog.PrintLoggerFactory(file=cast(TextIO, _Stderr())),  # a file by its write and flush
         cache_logger_on_first_use=False,
     )
 
@@ -49,7 +49,7 @@ def logging_to_file(path: Path, verbosity: int = 0, *, console: bool = True) -> 
     readable = structlog.dev.ConsoleRenderer(colors=False)
     as_json = structlog.processors.JSONRenderer()
 
-    def tee(logger: Any, method: str, event: dict[str, Any]) -> str:
+    def tee(logger: Any, method: str, event: MutableMapping[str, Any]) -> str | bytes:
         level = logging.getLevelNamesMapping().get(method.upper(), logging.INFO)
         if console and level >= console_level:
             print(readable(logger, method, dict(event)), file=sys.stderr)  # whatever stderr is now
@@ -59,7 +59,7 @@ def logging_to_file(path: Path, verbosity: int = 0, *, console: bool = True) -> 
         processors=[structlog.processors.add_log_level, structlog.processors.TimeStamper(fmt="iso"),
                     structlog.processors.format_exc_info, tee],
         wrapper_class=structlog.make_filtering_bound_logger(min(file_level, console_level)),
-        logger_factory=structlog.PrintLoggerFactory(file=sink),
+        logger_factory=structlog.PrintLoggerFactory(file=cast(TextIO, sink)),  # a file by its write and flush
         cache_logger_on_first_use=False,
     )
     try:

@@ -52,7 +52,8 @@ def kill_strays(keep, groups=()):
     container's own processes, taken when the driver started), until none is left, zombies
     included: a zombie still holds its pid, and a fork bomb's zombies would exhaust the pids limit
     for the next episode. Raises when they won't go, so that the pool replaces the container."""
-    me, killed = os.getpid(), set()
+    me = os.getpid()
+    killed: set = set()
     # First the groups our actions ran in: killpg is atomic with respect to fork (a parent with a
     # pending SIGKILL can't fork), so a fork bomb that did not leave its group dies in one call.
     for pgid in groups:

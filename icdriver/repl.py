@@ -29,7 +29,8 @@ class Repl:
                 os._exit(0)
         os.close(down_r)
         os.close(up_w)
-        self.stdin, self.stdout = os.fdopen(down_w, "wb"), up_r
+        self.stdin = os.fdopen(down_w, "wb")
+        self.stdout: int | None = up_r  # a local annotation: never evaluated, whatever the container's Python
         self.buf = bytearray()
         self.returncode = None
 

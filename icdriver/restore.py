@@ -34,7 +34,7 @@ class Restorer:
             pin_root_mtime(self.state, top)
         # root -> {path: (ino, ctime_ns, type)}, recorded while the files are pristine; and root ->
         # {file: atime_ns}, to give files that were only read their atime back
-        self.atimes = {root: {} for root in self.state["roots"]} if self.state else {}
+        self.atimes: dict = {root: {} for root in self.state["roots"]} if self.state else {}
         self.baseline = {root: walk(root, {}, self.atimes[root]) for root in self.atimes}
 
     @property
@@ -47,7 +47,7 @@ class Restorer:
         if self.state is not None:
             removed += remove_new_toplevel(self.state["toplevel"], self.top)
             for root, before in self.baseline.items():
-                atimes = {}
+                atimes: dict = {}
                 now = walk(root, {}, atimes)
                 read = restore_atimes(before, now, self.atimes[root], atimes)
                 if now != before:
@@ -180,7 +180,9 @@ class Pristine:
             self.set_meta(path, member)
 
     def _write(self, path, member):
-        with self.tar.extractfile(member) as src, open(path, "wb") as dst:
+        source = self.tar.extractfile(member)
+        assert source is not None  # a regular file's member: it has content
+        with source as src, open(path, "wb") as dst:
             shutil.copyfileobj(src, dst)
 
     def set_meta(self, path, member=None):
@@ -196,7 +198,8 @@ def restore_root(root, before, now, pristine):
     """Bring one top-level path back to its archived state, touching only what changed."""
     changed = sorted(p for p in set(now) | set(before) if now.get(p) != before.get(p))
     restored = removed = 0
-    rebuilt, dirs = [], set()
+    rebuilt: list = []
+    dirs: set = set()
     for path in changed:
         if any(is_under(path, tree) for tree in rebuilt):
             continue

@@ -35,6 +35,7 @@ class Driver:
         except OSError as exc:
             return {"exit": 127 if isinstance(exc, FileNotFoundError) else 126, "output": "%s: %s\n" % (argv[0], exc.strerror),
                     "omitted": 0, "timed_out": False, "flooded": False, "elapsed": 0.0, "spawned": False}
+        assert proc.stdout is not None  # piped, above
         fd = proc.stdout.fileno()
         outcome = pump(fd, proc, start + timeout, capture, linger=linger)
         if outcome != "exit":

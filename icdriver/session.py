@@ -14,6 +14,8 @@ class Session:
     def __init__(self, shell="/bin/bash"):
         self.proc = subprocess.Popen([shell, "--noprofile", "--norc"], cwd="/", stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        assert self.proc.stdin is not None and self.proc.stdout is not None  # both piped, above
+        self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
 
     def alive(self):
         return self.proc.poll() is None
@@ -24,14 +26,14 @@ class Session:
         marker = "__IC_%s__" % uuid.uuid4().hex
         script = ("eval \"$(cat <<'%s'\n%s\n%s\n)\" </dev/null\nprintf '\\n%s %%d %%s\\n' $? \"$PWD\"\n"
                   % (marker, cmd, marker, marker))
-        self.proc.stdin.write(script.encode("utf-8"))
-        self.proc.stdin.flush()
+        self.stdin.write(script.encode("utf-8"))
+        self.stdin.flush()
         tag = ("\n%s " % marker).encode()
         deadline = time.monotonic() + timeout
-        outcome = pump(self.proc.stdout.fileno(), None, deadline, capture, stop_at=tag)
+        outcome = pump(self.stdout.fileno(), None, deadline, capture, stop_at=tag)
         at = capture.buf.rfind(tag)
         while outcome == "exit" and at >= 0 and not capture.buf.endswith(b"\n"):
-            outcome = pump(self.proc.stdout.fileno(), None, deadline, capture, stop_at=b"\n")
+            outcome = pump(self.stdout.fileno(), None, deadline, capture, stop_at=b"\n")
         if outcome != "exit" or at < 0:
             return outcome if outcome != "exit" else "died", -1, None
         code, _, cwd = capture.buf[at + len(tag):].decode("utf-8", "replace").strip().partition(" ")
@@ -42,5 +44,5 @@ class Session:
         if self.alive():
             kill_group(self.proc.pid, self.proc, grace=0)
         self.proc.wait()
-        self.proc.stdin.close()
-        self.proc.stdout.close()
+        self.stdin.close()
+        self.stdout.close()

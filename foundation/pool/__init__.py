@@ -3,7 +3,8 @@
 from foundation.pool.config import ActionLimits, Hardening, ImagePoolConfig
 from foundation.pool.container import ContainerState
 from foundation.pool.driver import ExecResult
-from foundation.pool.pool import Pool, PoolClosed
+from foundation.pool.image_pool import PoolClosed
+from foundation.pool.pool import Pool
 from foundation.pool.sandbox import ContainerSandbox
 from foundation.sandbox import Sandbox, SandboxProvider
 

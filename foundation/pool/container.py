@@ -8,6 +8,7 @@ import enum
 import os
 import time
 import uuid
+from typing import Any
 
 import aiodocker
 import structlog
@@ -142,10 +143,10 @@ KEEPER = ["/bin/bash", "-c", "trap '' TERM INT HUP QUIT USR1 USR2; while :; do s
 
 
 def container_config(image: str, hardening: Hardening, labels: dict[str, str], disk: DiskCaps | None = None,
-                     *, keeper: bool = True) -> dict:
+                     *, keeper: bool = True) -> dict[str, Any]:
     """The engine's create body: our keeper as PID 1 (else the image's own CMD under docker-init),
     and confinement."""
-    host_config = {
+    host_config: dict[str, Any] = {
         "Init": not keeper,
         "NetworkMode": "bridge" if hardening.network else "none",
         "Memory": hardening.memory_mb << 20,

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import aiodocker
 from aiodocker.containers import DockerContainer
 
-from foundation.engine import TRANSPORT_ERRORS, describe, engine_call
+from foundation.engine import ENGINE_ERRORS, TRANSPORT_ERRORS, describe, engine_call
 from foundation.errors import ContainerDied, DriverExited, DriverLost, ImageError, SandboxError
 from icdriver import protocol
 
@@ -231,12 +231,15 @@ def stale_image(image: str, detail: str) -> str:
     return f"image {image} {detail}: it was built from older sources; rebuild it with `{REBUILD}`"
 
 
+_SHOW_ERRORS: tuple[type[BaseException], ...] = (*ENGINE_ERRORS, KeyError)
+
+
 async def _image_of(container: DockerContainer) -> str:
     """The image a container was made from, for an error message; its id when the engine won't say."""
     try:
         info = await container.show()
         return str(info["Config"]["Image"])
-    except (aiodocker.DockerError, KeyError, *TRANSPORT_ERRORS):
+    except _SHOW_ERRORS:
         return f"of container {container.id[:12]}"
 
 

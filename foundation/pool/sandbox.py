@@ -118,11 +118,13 @@ async def run_action(sandbox: Any, action: str, *, shell: str, timeout: float | 
     action = action.strip()
     if action.startswith("cd"):
         new_dir = simplify_path(sandbox.cwd, action[2:].strip())
-        result = await sandbox.exec([shell, "-c", f"cd {located(new_dir)}"], cwd="/", timeout=timeout, cap=cap)
+        result: ExecResult = await sandbox.exec([shell, "-c", f"cd {located(new_dir)}"], cwd="/", timeout=timeout,
+                                                cap=cap)
         if result.ok:
             sandbox.cwd = new_dir
         return result
-    return await sandbox.exec([shell, "-c", action], timeout=timeout, cap=cap)
+    result = await sandbox.exec([shell, "-c", action], timeout=timeout, cap=cap)
+    return result
 
 
 def simplify_path(current: str, changed: str) -> str:
