@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from agents.llm.transport import ToolCall
+from agents.llm.transport import ToolCall as ToolCall  # part of a Message: re-exported
 from foundation.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -123,4 +123,5 @@ def get_strategy(name: str, **options: Any) -> Strategy:
     except KeyError:
         raise ConfigError(f"unknown strategy {name!r}; known: {', '.join(STRATEGIES)}") from None
     module, cls = target.split(":")
-    return getattr(importlib.import_module(module), cls)(**{**preset, **options})
+    strategy: Strategy = getattr(importlib.import_module(module), cls)(**{**preset, **options})
+    return strategy

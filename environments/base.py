@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -65,7 +66,7 @@ class StepResult:
     done: bool
     info: dict[str, Any] = field(default_factory=dict)
 
-    def __iter__(self):  # `obs, reward, done, info = await env.step(a)`, as in gym
+    def __iter__(self) -> Iterator[Any]:  # `obs, reward, done, info = await env.step(a)`, as in gym
         return iter((self.observation, self.reward, self.done, self.info))
 
 

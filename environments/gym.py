@@ -107,5 +107,5 @@ def _default_dataset(kind: str) -> str:
 
 
 for _kind in (kind for kind in BUILTIN if kind_spec(kind).datasets):  # Harbor's tasks: orchestrator/task_gym.py
-    gymnasium.register(id=f"intercode-{_kind}-v0", entry_point=IntercodeGymEnv, kwargs={"kind": _kind},
+    gymnasium.register(id=f"intercode-{_kind}-v0", entry_point="environments.gym:IntercodeGymEnv", kwargs={"kind": _kind},
                        disable_env_checker=True)

@@ -253,7 +253,7 @@ def load_reward(own: OwnEnvironment) -> Reward:
         spec.loader.exec_module(module)
     except Exception as exc:  # noqa: BLE001 — the user's module: any error is theirs to fix
         raise ConfigError(f"{own.reward_file} does not import: {type(exc).__name__}: {exc}") from None
-    function = getattr(module, own.reward_function, None)
+    function: Callable[..., Any] | None = getattr(module, own.reward_function, None)
     if not callable(function):
         raise ConfigError(f"{own.reward_file} has no function {own.reward_function!r} (the reward: "
                           "def reward(sandbox, task, answer))")

@@ -46,7 +46,7 @@ def default_pool_config(image: str) -> ImagePoolConfig:
 
 
 class Runtime:
-    def __init__(self, docker: aiodocker.Docker | None, pool: Pool | SandboxProvider, *, data_dir: Path | None = None,
+    def __init__(self, docker: aiodocker.Docker | None, pool: SandboxProvider, *, data_dir: Path | None = None,
                  reward_mode: RewardMode = "original", gold: GoldCache | None = None) -> None:
         self.docker = docker
         self.pool = pool

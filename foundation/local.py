@@ -24,6 +24,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
@@ -108,10 +109,24 @@ class LocalProvider:
         self.limits = limits or ActionLimits()
         self.base = base
         self.broken: list[str] = []  # reasons given by leases that marked theirs broken
+        self.leased: Counter[str] = Counter()  # per image, the leases open now
+
+    def capacity(self, image: str) -> int | None:
+        return None  # a directory each: as many as are asked for
+
+    async def warm(self, image: str, count: int, timeout: float = 120.0) -> None:
+        """Nothing to make ahead: a directory is made in no time."""
+
+    def stats(self) -> dict[str, dict[str, int]]:
+        return {image: {"leased": n} for image, n in self.leased.items() if n}
+
+    async def recover(self) -> None:
+        """Nothing went away: the directories are the host's."""
 
     @asynccontextmanager
     async def lease(self, image: str) -> AsyncIterator[LocalSandbox]:
         root = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix="intercode-local-", dir=self.base))
+        self.leased[image] += 1
         try:
             await asyncio.to_thread(self._seed, root, self.seeds.get(image, {}))
             async with _local_driver(root) as driver:
@@ -125,6 +140,7 @@ class LocalProvider:
                     if sandbox.broken is not None:
                         self.broken.append(sandbox.broken)
         finally:
+            self.leased[image] -= 1
             await asyncio.to_thread(shutil.rmtree, root, True)
 
     @staticmethod

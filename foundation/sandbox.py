@@ -60,6 +60,27 @@ class Sandbox(Protocol):
 
 
 class SandboxProvider(Protocol):
-    """Leases sandboxes of an image: the Docker pool, or a Docker-free stand-in."""
+    """Leases sandboxes of an image: the Docker pool (foundation/pool/pool.py, Pool), or a
+    Docker-free stand-in (foundation/local.py, LocalProvider). What a sweep's scheduler and a
+    cluster's host agent ask of it, and nothing more."""
 
-    def lease(self, image: str) -> AbstractAsyncContextManager[Sandbox]: ...
+    def lease(self, image: str) -> AbstractAsyncContextManager[Sandbox]:
+        """A sandbox of `image` for the block; given back (or removed, once marked broken) after it."""
+        ...
+
+    def capacity(self, image: str) -> int | None:
+        """How many sandboxes of `image` can serve at once, or soon will; None: no limit."""
+        ...
+
+    async def warm(self, image: str, count: int, timeout: float = 120.0) -> None:
+        """Make `count` sandboxes of `image` ready before the first lease asks (SandboxError when
+        they aren't within `timeout` seconds)."""
+        ...
+
+    def stats(self) -> dict[str, dict[str, int]]:
+        """Per image, how many sandboxes are in each state (a host's status)."""
+        ...
+
+    async def recover(self) -> None:
+        """Whatever made the sandboxes went away and came back: forget those it had."""
+        ...

@@ -38,4 +38,4 @@ class TaskGymEnv(IntercodeGymEnv):
         return await super()._open(stack, data_dir, reward_mode)
 
 
-gymnasium.register(id="intercode-tasks-v0", entry_point=TaskGymEnv, disable_env_checker=True)
+gymnasium.register(id="intercode-tasks-v0", entry_point="orchestrator.task_gym:TaskGymEnv", disable_env_checker=True)

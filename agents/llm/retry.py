@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 
 import tenacity
+import tenacity.stop
 from pydantic import BaseModel, Field
 
 from .errors import ModelError
@@ -26,6 +27,17 @@ class RetryPolicy(BaseModel):
     retry_after_jitter: float = Field(0.25, ge=0, description="random seconds added to a provider's Retry-After")
 
 
+class _OutOfTime(tenacity.stop.stop_base):
+    """tenacity's stop_before_delay, counted from the first attempt (`since`) rather than from the loop."""
+
+    def __init__(self, since: float, max_total_wait: float) -> None:
+        self.since = since
+        self.max_total_wait = max_total_wait
+
+    def __call__(self, retry_state: tenacity.RetryCallState) -> bool:
+        return time.monotonic() - self.since + (retry_state.upcoming_sleep or 0.0) >= self.max_total_wait
+
+
 def _retryable(exc: BaseException) -> bool:
     return isinstance(exc, ModelError) and exc.retryable
 
@@ -38,9 +50,7 @@ def retrying(policy: RetryPolicy, before_sleep: Callable[[tenacity.RetryCallStat
     """
     since = time.monotonic() if started is None else started
 
-    def out_of_time(state: tenacity.RetryCallState) -> bool:
-        # tenacity's stop_before_delay, counted from the first attempt rather than from the loop
-        return time.monotonic() - since + (state.upcoming_sleep or 0.0) >= policy.max_total_wait
+    out_of_time = _OutOfTime(since, policy.max_total_wait)
 
     backoff = tenacity.wait_random_exponential(multiplier=policy.initial_backoff, max=policy.max_backoff)
 

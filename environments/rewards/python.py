@@ -83,7 +83,8 @@ def strict_gold_name(gold: str, tests: Sequence[str]) -> str | None:
     """The first function the gold defines that the tests call, else its first function."""
     names = STRICT_GOLD_NAME.findall(gold)
     called = [name for name in names if any(re.search(rf"\b{name}\s*\(", test) for test in tests)]
-    return (called or names or [None])[0]
+    first: str | None = (called or names or [None])[0]
+    return first
 
 
 def original_result(result: PythonResult) -> Result:

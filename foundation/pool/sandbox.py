@@ -3,7 +3,7 @@ It implements the Sandbox protocol (foundation/sandbox.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from foundation.errors import DriverExited, SandboxError
@@ -80,7 +80,7 @@ class ContainerSandbox:
             await self._survive(exc)
             return await self._driver().put(dest, tar)
 
-    async def python(self, codes: list[str], *, timeout: float | None = None, cap: int | None = None,
+    async def python(self, codes: Sequence[str], *, timeout: float | None = None, cap: int | None = None,
                      name: str = "main", fresh: bool = False, close: bool = False) -> PythonRun:
         """Run Python `codes` in the lease's persistent interpreter `name`; gone with the lease."""
         try:

@@ -23,7 +23,7 @@ import structlog
 
 from environments import make_environment
 from environments.own import own_kind
-from environments.runtime import Runtime
+from environments.runtime import RewardMode, Runtime
 from environments.sql_server import sql_server
 from foundation.concurrency import TaskOwner
 from foundation import logs
@@ -73,7 +73,7 @@ class AgentSettings:
 
     data_dir: str | None = None
     run_id: str | None = None
-    reward_mode: str = "original"
+    reward_mode: RewardMode = "original"
     pools: dict[str, Any] | None = None  # image -> ImagePoolConfig
     engine_wait: float | None = None
     engine_timeout: float = CALL_TIMEOUT
@@ -81,7 +81,6 @@ class AgentSettings:
     environments: tuple[str, ...] = ()  # directories of environments of your own, registered as kinds here too
 
 
-@ray.remote(num_cpus=0)
 class HostAgent:
     """Owns one node's Runtime. `start()` before use, `shutdown()` at the end (closing every
     environment still open and the runtime, so no container is left on the node's engine)."""
@@ -119,7 +118,7 @@ class HostAgent:
             opened = Runtime.open(data_dir=Path(settings.data_dir) if settings.data_dir else None,
                                   reward_mode=settings.reward_mode, images=settings.pools, run_id=settings.run_id,
                                   gold_dir=cache_dir() / "gold" if settings.node_gold_cache else None,
-                                  engine_wait=settings.engine_wait, engine_timeout=settings.engine_timeout)  # type: ignore[arg-type]
+                                  engine_wait=settings.engine_wait, engine_timeout=settings.engine_timeout)
             self.runtime = await self.stack.enter_async_context(opened)
         return engine_host()
 
@@ -172,7 +171,7 @@ class HostAgent:
     async def shutdown(self) -> None:
         """Every environment closed and the runtime with them (its containers removed), then the channel."""
         for env_id in list(self.envs):
-            await self.close(env_id)
+            await self._close(env_id)
         self.services = {}
         await self.tasks.aclose()  # the services' starts still running
         self.tasks = TaskOwner(f"agent-{self.host}")
@@ -185,29 +184,41 @@ class HostAgent:
 
     # ---------------------------------------------------------------- the environment seam
 
+    # Each remote method's body is a plain method of its own, which the others call (a remote
+    # method is called through its handle only).
+
     @ray.method(enable_task_events=False)  # per action: no record for Ray's state API
     async def open_env(self, kind: str) -> int:
-        if self.runtime is None:
+        return await self._open_env(kind)
+
+    async def _open_env(self, kind: str) -> int:
+        runtime = self.runtime
+        if runtime is None:
             await self.start()
+            runtime = self.runtime
+            assert runtime is not None
         self._engine_settings()
         env_id = next(self.ids)
-        self.envs[env_id] = make_environment(kind, self.runtime)
+        self.envs[env_id] = make_environment(kind, runtime)
         return env_id
 
     @ray.method(enable_task_events=False)  # per action: no record for Ray's state API
     async def reset(self, env_id: int, task: Task, multi_turn: bool = False) -> Reply:
+        return await self._reset(env_id, task, multi_turn)
+
+    async def _reset(self, env_id: int, task: Task, multi_turn: bool) -> Reply:
         """A reset; one that fails, or is cancelled, closes its environment here (its lease given
         back): the sweep's episode fails with it, and nobody would close it later."""
         try:
             return self._reply(env_id, await self.envs[env_id].reset(task, multi_turn=multi_turn))
         except BaseException:
-            await asyncio.shield(self.close(env_id))
+            await asyncio.shield(self._close(env_id))
             raise
 
     @ray.method(enable_task_events=False)  # per action: no record for Ray's state API
     async def open_reset(self, kind: str, task: Task, multi_turn: bool = False) -> Reply:
         """`open_env` and `reset` in one call (an episode's first)."""
-        return await self.reset(await self.open_env(kind), task, multi_turn)
+        return await self._reset(await self._open_env(kind), task, multi_turn)
 
     @ray.method(enable_task_events=False)  # per action: no record for Ray's state API
     async def step(self, env_id: int, action: str) -> Reply:
@@ -223,6 +234,9 @@ class HostAgent:
 
     @ray.method(enable_task_events=False)  # per action: no record for Ray's state API
     async def close(self, env_id: int) -> None:
+        await self._close(env_id)
+
+    async def _close(self, env_id: int) -> None:
         env = self.envs.pop(env_id, None)
         if env is not None:
             await env.close()
@@ -271,6 +285,10 @@ class HostAgent:
         return Reply(value, env.done, env.observation_rows(), self.host, env_id, env.breakdown(), env.failure)
 
 
+# The actor class; HostAgent stays a plain class, whose methods call each other directly
+HostAgentActor = ray.remote(num_cpus=0)(HostAgent)
+
+
 def spawn(resource: str, data_dir: Path | None = None, run_id: str | None = None, *, name: str | None = None,
           detached: bool = False) -> Any:
     """The agent of host `resource` (`intercode_host_N`), created on the node that has it, or the
@@ -280,7 +298,7 @@ def spawn(resource: str, data_dir: Path | None = None, run_id: str | None = None
     with its creator."""
     options = {"name": name or agent_name(resource), "namespace": NAMESPACE, "get_if_exists": True,
                "resources": {resource: AGENT_SHARE}, "max_concurrency": 1000, **({"lifetime": "detached"} if detached else {})}
-    return HostAgent.options(**options).remote(resource, str(data_dir) if data_dir else None, run_id)
+    return HostAgentActor.options(**options).remote(resource, str(data_dir) if data_dir else None, run_id)
 
 
 def host_resources() -> list[str]:

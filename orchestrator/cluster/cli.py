@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 from typing import Any
 
 from foundation.errors import ConfigError, UserError
@@ -127,7 +128,7 @@ async def connect(address: str | None) -> bool:
     if address != "auto":
         await reachable(address)
     try:
-        await asyncio.to_thread(ray.init, address=address, logging_level="error", log_to_driver=False)
+        await asyncio.to_thread(ray.init, address=address, logging_level=logging.ERROR, log_to_driver=False)
     except (ConnectionError, RuntimeError, ValueError) as exc:
         text = str(exc).strip().splitlines()
         raise UserError(f"cannot join the Ray cluster {address}: {text[0] if text else type(exc).__name__}") from None

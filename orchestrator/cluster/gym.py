@@ -45,5 +45,5 @@ class ClusterGymEnv(IntercodeGymEnv):
 
 
 for _kind in (kind for kind in BUILTIN if kind_spec(kind).datasets):
-    gymnasium.register(id=f"intercode-cluster-{_kind}-v0", entry_point=ClusterGymEnv, kwargs={"kind": _kind},
+    gymnasium.register(id=f"intercode-cluster-{_kind}-v0", entry_point="orchestrator.cluster.gym:ClusterGymEnv", kwargs={"kind": _kind},
                        disable_env_checker=True)

@@ -23,7 +23,7 @@ import tempfile
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any, BinaryIO
@@ -269,7 +269,7 @@ async def _export(docker: aiodocker.Docker, image: str, into: BinaryIO) -> None:
     await asyncio.to_thread(into.flush)
 
 
-def _join(parts: list[BinaryIO], into: BinaryIO) -> None:
+def _join(parts: Sequence[BinaryIO], into: BinaryIO) -> None:
     """`docker save` archives joined into one: each file once (layers and configs are named by
     their content), the listings (`JOINED`) merged."""
     listings: dict[str, Any] = {}

@@ -227,7 +227,7 @@ def _glob(pattern: str) -> str:
 def describe(entries: list[Entry]) -> str:
     """'12 files, 3.4 MB' — for progress lines."""
     files = [e for e in entries if e.kind == "file"]
-    size = sum(len(e.content) if e.content is not None else e.source.stat().st_size
-               for e in files if e.source is not None or e.content is not None)
+    size = sum(len(e.content) if e.content is not None else e.source.stat().st_size if e.source is not None else 0
+               for e in files)
     return f"{len(files)} files, {size / 1e6:.1f} MB"
 

@@ -117,10 +117,10 @@ def conclude(sweep: str, started: float, outdir: Path, gate: GateResult, outcome
         status = "regression" if comparison is not None and comparison.regressions else "passed"
         metrics = cell_metrics(outcomes, gate.broken)
         night_id = history.add_night(sweep=sweep, started_at=started, outdir=str(outdir), status=status,
-                                     baseline_id=baseline and baseline.id, cells=metrics, outcomes=outcomes,
+                                     baseline_id=baseline.id if baseline else None, cells=metrics, outcomes=outcomes,
                                      broken=gate.broken)
         labels, trends = _trends(history, [*past, *history.nights_by_id([night_id])])
-    report = NightlyReport(sweep, started, str(outdir), status, baseline and _describe(baseline), gate.checked,
+    report = NightlyReport(sweep, started, str(outdir), status, _describe(baseline) if baseline else None, gate.checked,
                            gate.broken, comparison, flaky, options.exclude_flaky, labels, trends)
     return NightlyResult(night_id, report, write_reports(outdir, report))
 

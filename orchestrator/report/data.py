@@ -11,6 +11,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from orchestrator.store.reader import database_path, read_only
 
@@ -115,8 +116,9 @@ def _cost(stored: float | None, unpriced: int, tokens: int) -> float | None:
     return 0.0 if stored is None and not unpriced and not tokens else stored
 
 
-def _episode(row: tuple) -> Episode:
-    *head, success, n_turns, max_turns, prompt, completion, cost, unpriced, first_full = row
-    return Episode(*head, success=bool(success), n_turns=n_turns, max_turns=max_turns, prompt_tokens=prompt,
+def _episode(row: tuple[Any, ...]) -> Episode:
+    (model, strategy, task_set, task_id, epoch, env, status, failure_class, reward,
+     success, n_turns, max_turns, prompt, completion, cost, unpriced, first_full) = row
+    return Episode(model, strategy, task_set, task_id, epoch, env, status, failure_class, reward, success=bool(success), n_turns=n_turns, max_turns=max_turns, prompt_tokens=prompt,
                    completion_tokens=completion, cost_usd=_cost(cost, unpriced, prompt + completion), unpriced_calls=unpriced,
                    first_full_turn=None if first_full is None else first_full + 1)
