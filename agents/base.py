@@ -8,9 +8,10 @@ Every model, the offline ones included, goes through the same path: it returns t
 the strategy takes the action, so prompting and parsing are exercised even without an API key.
 
 The names `single`, `try_again`, `react`, `plan_solve` and `plan_solve_refine` are the paper's
-protocols, as the original's scripts ran them (agents/strategies/paper_*.py, docs/fidelity.md).
-The project's own variants, which take actions from fenced code blocks, have names of their own:
-`single_fenced`, `try_again_fenced`, `react_fenced`, `plan_solve_fenced`; and `tools`, which
+protocols, as the original's scripts ran them (docs/fidelity.md). The project's own variants,
+which take actions from fenced code blocks, have names of their own: `single_fenced`,
+`try_again_fenced`, `react_fenced`, `plan_solve_fenced`. Each pair is one strategy loop with the
+paper's rules or ours as its `rules` option (agents/strategies/rules.py). And `tools`, which
 acts through native function calling: its models are `ToolModel`s, which answer with tool calls.
 """
 
@@ -103,15 +104,15 @@ class Strategy(Protocol):
 
 # name -> ("module:Class", options), imported on first use
 STRATEGIES: dict[str, tuple[str, dict[str, Any]]] = {
-    "single": ("agents.strategies.paper_n_turn:PaperSingle", {}),
-    "try_again": ("agents.strategies.paper_n_turn:PaperTryAgain", {}),
-    "react": ("agents.strategies.paper_react:PaperReAct", {}),
-    "plan_solve": ("agents.strategies.paper_plan_solve:PaperPlanSolve", {}),
-    "plan_solve_refine": ("agents.strategies.paper_plan_solve:PaperPlanSolve", {"refine_turns": 3}),
-    "single_fenced": ("agents.strategies.single:SingleTurn", {}),
-    "try_again_fenced": ("agents.strategies.try_again:TryAgain", {}),
-    "react_fenced": ("agents.strategies.react:ReAct", {}),
-    "plan_solve_fenced": ("agents.strategies.plan_solve:PlanSolve", {}),
+    "single": ("agents.strategies.try_again:Single", {"rules": "paper"}),
+    "try_again": ("agents.strategies.try_again:TryAgain", {"rules": "paper"}),
+    "react": ("agents.strategies.react:ReAct", {"rules": "paper"}),
+    "plan_solve": ("agents.strategies.plan_solve:PlanSolve", {"rules": "paper"}),
+    "plan_solve_refine": ("agents.strategies.plan_solve:PlanSolve", {"rules": "paper", "refine_turns": 3}),
+    "single_fenced": ("agents.strategies.try_again:Single", {"rules": "fenced"}),
+    "try_again_fenced": ("agents.strategies.try_again:TryAgain", {"rules": "fenced"}),
+    "react_fenced": ("agents.strategies.react:ReAct", {"rules": "fenced"}),
+    "plan_solve_fenced": ("agents.strategies.plan_solve:PlanSolve", {"rules": "fenced"}),
     "tools": ("agents.strategies.tools:Tools", {}),
 }
 PAPER_STRATEGIES = ("single", "try_again", "react", "plan_solve", "plan_solve_refine")

@@ -14,8 +14,7 @@ import pytest
 from agents.base import get_strategy
 from agents.scripted import ScriptedModel
 from agents.strategies.common import retry_message
-from agents.strategies.paper_plan_solve import paper_plan_steps
-from agents.strategies.paper_react import FORCED, split_answer
+from agents.strategies.rules import FORCED, paper_plan_steps, split_answer
 from environments import make_environment
 from environments.runtime import Runtime
 from tasks import Task

@@ -11,7 +11,7 @@ from agents.parsing import (
     react_thought,
 )
 from agents.strategies.common import TRUNCATED, Dialogue, clip, retry_message
-from agents.strategies.plan_solve import plan_steps
+from agents.strategies.rules import plan_steps
 
 
 @pytest.mark.parametrize(("output", "kind", "action"), [

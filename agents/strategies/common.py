@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from agents.base import AnswerStyle, EpisodeOutcome, Message, Model, Strategy, Turn
 from agents.llm.errors import ModelError
-from agents.parsing import extract_action
 from environments.base import Environment
 from environments.kind import kind_spec
 from foundation.concurrency import TaskOwner
@@ -133,10 +132,6 @@ async def scored_turn(env: Environment, output: str, action: str | None) -> Turn
         return Turn(output, None, retry_message(env.kind), 0.0, False)
     reward, observation, executed = await harness_step(env, action)
     return Turn(output, action, observation, reward, executed, env.breakdown())
-
-
-def action_of(output: str, kind: str) -> str | None:
-    return extract_action(output, kind)
 
 
 async def begin(env: Environment, task: Task, system: str, dialogue_limit: int | None, *,

@@ -1,97 +1,99 @@
-"""`plan_solve_fenced`, the project's own Plan & Solve, which takes actions from fenced code blocks (the
-parser of agents/parsing.py), not the paper's protocol (which is `plan_solve`: paper_*.py).
+"""Plan & Solve, by the paper's rules (`plan_solve`, and `plan_solve_refine` with 3 refine turns:
+the original's `experiments/eval_plan_solve.py`) or ours (`plan_solve_fenced`):
+agents/strategies/rules.py says what differs.
 
-Plan & Solve: the model first writes a numbered plan; then, one turn per step, it gets the
-step (and the previous output) and answers with the action for it, which runs and is scored as
-the original harness did. With `refine`, when the plan ends below reward 1, it gets
-`refine_turns` more turns to revise after seeing the result. The plan itself is not a turn.
+1. The model writes a numbered plan; its steps are the numbered items (the paper: the original's
+   pattern, `N. text` up to the next ` N.`; ours: one per line, a plan without any is one step,
+   the question). The plan is not a turn.
+2. A system message asks for the plan's execution; every step is one turn, its message the step
+   after the previous output, as the rules clip it. By the paper's rules every step runs, even
+   after a reward of 1, and the dialogue is never cut; by ours a reward of 1 ends the plan, and
+   the plan stays in view while the dialogue keeps its last 10 turns.
+3. With refine turns, when the last step's reward is below 1 (and the episode has not ended), each
+   refine turn shows the last output (the paper: after a system message saying the plan is done,
+   the output alone, clipped to 250 characters), up to `refine_turns` turns or a reward of 1.
+
+`max_turns` is not the paper's: a plan longer than it is cut to its first `max_turns` steps (the
+episode's status is then `max_turns`, unless it reached reward 1).
 """
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
-from agents.base import EpisodeOutcome, Model, Turn
+from agents.base import EpisodeOutcome, Model
 from agents.llm.errors import ModelError
-from agents.strategies.common import (
-    DIALOGUE_LIMIT,
-    OBSERVATION_LIMIT,
-    Dialogue,
-    action_of,
-    ask,
-    begin,
-    clip,
-    failed,
-    finish,
-    prompt,
-    scored_turn,
-)
+from agents.strategies.common import Dialogue, ask, begin, failed, finish, prompt
+from agents.strategies.rules import AnswerRules, answer_rules
+from agents.strategies.try_again import Default
 
 if TYPE_CHECKING:
+    from agents.base import Turn
     from environments.base import Environment
     from tasks import Task
 
-_STEP = re.compile(r"^\s*\d+[.)]\s+(.*?)(?=^\s*\d+[.)]\s|\Z)", re.MULTILINE | re.DOTALL)
-
-
-def plan_steps(plan: str) -> list[str]:
-    """The numbered steps of a plan ("1. ...", "2) ..."), each on one line; [] if none."""
-    return [" ".join(step.split()) for step in _STEP.findall(plan) if step.strip()]
-
 
 class PlanSolve:
-    name = "plan_solve_fenced"
-
-    def __init__(self, refine: bool = False, refine_turns: int = 1, dialogue_limit: int | None = DIALOGUE_LIMIT,
-                 observation_limit: int = OBSERVATION_LIMIT) -> None:
-        self.refine = refine
-        self.refine_turns = refine_turns
-        self.dialogue_limit = dialogue_limit
-        self.observation_limit = observation_limit
+    def __init__(self, rules: str | AnswerRules = "fenced", refine_turns: int = 0, refine: bool | None = None,
+                 dialogue_limit: int | None | Default = "default", observation_limit: int | Default = "default") -> None:
+        """`refine`: whether to refine (default: when `refine_turns` > 0; `refine = true` alone gives one turn)."""
+        self.rules = answer_rules(rules)
+        self.refine_turns = (refine_turns or 1) if refine else 0 if refine is False else refine_turns
+        self.name = "plan_solve" + ("_refine" if self.refine_turns and not self.rules.suffix else self.rules.suffix)
+        self.dialogue_limit = self.rules.plan_dialogue_limit if dialogue_limit == "default" else dialogue_limit
+        self.step_chars = self.rules.step_chars if observation_limit == "default" else observation_limit
+        self.refine_chars = self.rules.refine_chars if observation_limit == "default" else observation_limit
 
     async def run(self, env: Environment, task: Task, model: Model, *, max_turns: int) -> EpisodeOutcome:
-        """At most `max_turns` plan steps are carried out (a longer plan is cut)."""
-        outcome, dialogue = await begin(env, task, prompt("plan", env.kind), self.dialogue_limit)
+        rules = self.rules
+        outcome, dialogue = await begin(env, task, prompt("plan", env.kind), self.dialogue_limit,
+                                        question=rules.plan_question(env.kind, task))
+        steps: list[str] = []
         try:
-            plan = await ask(model, dialogue, task, 0)
-            steps = plan_steps(plan) or [f"Answer the question: {task.query}"]
-            dialogue.head += dialogue.body  # the plan stays in view however long the dialogue gets
-            dialogue.body = []
-            dialogue.head.append({"role": "system", "content": prompt("plan_execute", env.kind)})
-            await self._execute(env, task, model, dialogue, outcome, steps[:max_turns])
-            if self.refine and not env.done and outcome.reward < 1.0:
+            steps = rules.steps(await ask(model, dialogue, task, 0, rules.plan_style), task)
+            if rules.pins_plan:  # the plan stays in view however long the dialogue gets
+                dialogue.head += dialogue.body
+                dialogue.body = []
+                dialogue.head.append({"role": "system", "content": prompt("plan_execute", env.kind)})
+            else:
+                dialogue.add("system", prompt("plan_execute", env.kind))
+            ended = await self._execute(env, task, model, dialogue, outcome, steps[:max_turns])
+            if not ended and self.refine_turns and (not outcome.turns or outcome.turns[-1].reward != 1.0):
                 await self._refine(env, task, model, dialogue, outcome)
         except ModelError as exc:
             return failed(outcome, exc)
         return finish(outcome, ran_out=len(steps) > max_turns and outcome.reward < 1.0)
 
     async def _execute(self, env: Environment, task: Task, model: Model, dialogue: Dialogue,
-                       outcome: EpisodeOutcome, steps: list[str]) -> None:
+                       outcome: EpisodeOutcome, steps: list[str]) -> bool:
+        """Every step, one turn each; True when the episode ended (it was done, or an answer blocked it)."""
+        last: Turn | None = None
         for step in steps:
-            last = outcome.turns[-1] if outcome.turns else None
-            observation_line = f"Observation: {self._shown(last)}" if last else ""
-            dialogue.add("user", prompt("plan_step", env.kind, observation_line=observation_line, step=step).lstrip())
-            if await self._turn(env, task, model, dialogue, outcome) or env.done:
-                return
+            dialogue.add("user", self.rules.step_message(env, step, last, self.step_chars))
+            last, blocked = await self._turn(env, task, model, dialogue, outcome)
+            if blocked or env.done:
+                return True
+            if last.reward == 1.0 and not self.rules.runs_every_step:
+                return False
+        return False
 
     async def _refine(self, env: Environment, task: Task, model: Model, dialogue: Dialogue,
                       outcome: EpisodeOutcome) -> None:
+        intro = self.rules.refine_intro(env.kind)
+        if intro is not None:
+            dialogue.add("system", intro)
         for _ in range(self.refine_turns):
             last = outcome.turns[-1] if outcome.turns else None
-            dialogue.add("user", prompt("plan_refine", env.kind, observation=self._shown(last)))
-            if await self._turn(env, task, model, dialogue, outcome) or env.done:
+            dialogue.add("user", self.rules.refine_message(env, last, self.refine_chars))
+            turn, blocked = await self._turn(env, task, model, dialogue, outcome)
+            if blocked or env.done or turn.reward == 1.0:
                 return
 
     async def _turn(self, env: Environment, task: Task, model: Model, dialogue: Dialogue,
-                    outcome: EpisodeOutcome) -> bool:
-        """One step's action, run and scored; True when it solved the task."""
-        output = await ask(model, dialogue, task, len(outcome.turns))  # the plan is no turn: the first step is turn 0
-        turn = await scored_turn(env, output, action_of(output, env.kind))
+                    outcome: EpisodeOutcome) -> tuple[Turn, bool]:
+        """One step's answer, run and scored (the answer itself, not its parse, stays in the
+        dialogue); the plan is no turn: the first step is turn 0."""
+        output = await ask(model, dialogue, task, len(outcome.turns), self.rules.style)
+        turn, _, blocked = await self.rules.turn(env, output)
         outcome.turns.append(turn)
-        return turn.reward == 1.0
-
-    def _shown(self, turn: Turn | None) -> str:
-        if turn is None:
-            return "No output"
-        return clip(turn.observation, self.observation_limit) or "No output"
+        return turn, blocked

@@ -1,9 +1,19 @@
-"""`react_fenced`, the project's own ReAct, which takes actions from fenced code blocks (the
-parser of agents/parsing.py), not the paper's protocol (which is `react`: paper_*.py).
+"""ReAct, by the paper's rules (`react`: the original's `experiments/eval_react.py`) or ours
+(`react_fenced`): agents/strategies/rules.py says what differs.
 
-ReAct: Thought / Action / Observation turns. Actions run as plain steps (reward 0); the episode
-ends when the model submits (the submission is scored) or skips. Out of turns, it is submitted for
-it, as the original did, and that submission is recorded as one more turn (with no output).
+Thought / Action / Observation turns. Actions run as plain steps (reward 0); the episode ends
+when the model submits (the submission is scored) or skips. Out of turns, it is submitted for the
+model, as the original did, and that submission is recorded as one more turn. An answer without
+an action runs nothing: reward 0, an error observation.
+
+- paper: turn N's answer is `Thought N: ...` and `Action N: ...`, the action read by the paper's
+  ReAct rule (`submit`, or the code inside `execute[...]`, SQL up to a `;`); without an `Action N:`
+  line the model is asked once more for that line alone. The observation is clipped to 350
+  characters, or 25 rows of a SQL result, and so kept; the dialogue is never cut. The paper ran
+  ReAct on Bash and SQL only; for Python and CTF, which need an argument, `submit ARGUMENT` is
+  accepted too (ours).
+- fenced: `Action: execute[CODE]`, `Action: submit [FLAG]` or a fenced block; the observation is
+  kept whole and shown cut at 800 characters; the dialogue keeps the last 10 turns.
 """
 
 from __future__ import annotations
@@ -12,59 +22,50 @@ from typing import TYPE_CHECKING
 
 from agents.base import EpisodeOutcome, Model, Turn
 from agents.llm.errors import ModelError
-from agents.parsing import extract_react_action
-from agents.strategies.common import (
-    DIALOGUE_LIMIT,
-    OBSERVATION_LIMIT,
-    ask,
-    begin,
-    clip,
-    failed,
-    finish,
-    prompt,
-)
+from agents.strategies.common import ask, begin, failed, finish, prompt
+from agents.strategies.rules import AnswerRules, answer_rules
+from agents.strategies.try_again import Default
 from environments.base import ACTION_EXECUTED
 from environments.kind import kind_spec
 
 if TYPE_CHECKING:
+    from agents.strategies.common import Dialogue
     from environments.base import Environment
     from tasks import Task
 
-class ReAct:
-    name = "react_fenced"
 
-    def __init__(self, dialogue_limit: int | None = DIALOGUE_LIMIT, observation_limit: int = OBSERVATION_LIMIT) -> None:
-        self.dialogue_limit = dialogue_limit
-        self.observation_limit = observation_limit
+class ReAct:
+    def __init__(self, rules: str | AnswerRules = "fenced", dialogue_limit: int | None | Default = "default",
+                 observation_limit: int | Default = "default") -> None:
+        self.rules = answer_rules(rules)
+        self.name = "react" + self.rules.suffix
+        self.dialogue_limit = self.rules.react_dialogue_limit if dialogue_limit == "default" else dialogue_limit
+        self.observation_limit = self.rules.observation_chars if observation_limit == "default" else observation_limit
 
     async def run(self, env: Environment, task: Task, model: Model, *, max_turns: int) -> EpisodeOutcome:
         spec = kind_spec(env.kind)
-        argument, meaning = spec.submit_argument, spec.submit_meaning
-        system = prompt("react", env.kind, submit_argument=argument, submit_meaning=meaning)
-        outcome, dialogue = await begin(env, task, system, self.dialogue_limit, question=f"Question: {task.query}")
-        for number in range(max_turns):
-            try:
-                output = await ask(model, dialogue, task, number)
-            except ModelError as exc:
-                return failed(outcome, exc)
-            turn = await self._turn(env, output, argument)
-            outcome.turns.append(turn)
-            if env.done or turn.reward == 1.0:
-                return finish(outcome, ran_out=False)
-            dialogue.add("user", self._feedback(env.kind, turn))
-        step = await env.step("submit")  # out of turns: what is there is the answer
-        outcome.turns.append(Turn("", "submit", step.observation, step.reward, True, env.breakdown()))
+        system = prompt(self.rules.react_prompt, env.kind, submit_argument=spec.submit_argument,
+                        submit_meaning=spec.submit_meaning)
+        outcome, dialogue = await begin(env, task, system, self.dialogue_limit,
+                                        question=self.rules.react_question(env.kind, task))
+        try:
+            for number in range(1, max_turns + 1):
+                turn = await self._turn(env, task, model, dialogue, number)
+                outcome.turns.append(turn)
+                if env.done:
+                    return finish(outcome, ran_out=False)
+                dialogue.add("user", self.rules.react_feedback(env.kind, number, turn, self.observation_limit))
+        except ModelError as exc:
+            return failed(outcome, exc)
+        step = await env.step("submit")  # out of turns: the state is the answer
+        outcome.turns.append(Turn(self.rules.forced, "submit", step.observation, step.reward, True, env.breakdown()))
         return finish(outcome, ran_out=True)
 
-    async def _turn(self, env: Environment, output: str, argument: str) -> Turn:
-        action = extract_react_action(output, env.kind)
+    async def _turn(self, env: Environment, task: Task, model: Model, dialogue: Dialogue, number: int) -> Turn:
+        output = await ask(model, dialogue, task, number - 1, self.rules.react_style)
+        action, no_code = await self.rules.react_action(model, dialogue, task, env.kind, number, output)
         if action is None:
-            return Turn(output, None, prompt("react_no_action", env.kind, submit_argument=argument), 0.0, False)
+            return Turn(output, None, no_code, 0.0, False)
         step = await env.step(action)
-        return Turn(output, action, step.observation, step.reward, bool(step.info.get(ACTION_EXECUTED)), env.breakdown())
-
-    def _feedback(self, kind: str, turn: Turn) -> str:
-        if turn.action is None:
-            return turn.observation
-        observation = clip(turn.observation, self.observation_limit) or "No output"
-        return prompt("react_observation", kind, observation=observation)
+        observation = self.rules.react_observation(env, step.observation)
+        return Turn(output, action, observation, step.reward, bool(step.info.get(ACTION_EXECUTED)), env.breakdown())
