@@ -28,6 +28,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 from pathlib import Path
 
 from foundation.errors import SandboxError
@@ -213,3 +214,9 @@ def _kill_marked(marker: bytes) -> None:
                 os.kill(int(entry.name), signal.SIGKILL)
         except (OSError, ValueError):  # gone meanwhile, or not ours to read
             continue
+
+
+if TYPE_CHECKING:  # the type checker holds the stand-in to the protocol
+    from foundation.sandbox import SandboxProvider
+
+    _provider: type[SandboxProvider] = LocalProvider

@@ -23,6 +23,7 @@ import asyncio
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 import aiodocker
 import structlog
@@ -249,3 +250,9 @@ class Pool:
         if failed:  # still labelled: the next listing (a recovery, the close) or the next start finds them
             log.warning("pool.remove_failed", containers=len(failed), error=str(failed[0]))
         return len(leftovers) - len(failed)
+
+
+if TYPE_CHECKING:  # the type checker holds the pool to the protocol
+    from foundation.sandbox import SandboxProvider
+
+    _provider: type[SandboxProvider] = Pool
