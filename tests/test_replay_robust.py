@@ -5,6 +5,7 @@ re-created and the replay goes on (flagged where the original ran in the broken 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
@@ -22,15 +23,17 @@ from orchestrator.cli import main
 from orchestrator.fidelity.replay import TurnResult, replay_all
 from orchestrator.fidelity.trajectories import TaskFinder, read_episodes
 from orchestrator.models import resolve_model
-from tests.conftest import FS1, clean_runtime
+from foundation.pool import Pool
+from tests.conftest import FS1, clean_runtime, containers_of_run
 
 FS1_FILE = "./data/nl2bash/nl2bash_fs_1.json"
 # Gzips the shell and git of the container it runs in, as the recorded `find . -type f -mtime +7
 # -exec gzip -9 {} \;` run from `/` did to every binary: fast, and the next leaky reset fails.
 BREAKS_THE_CONTAINER = "gzip -9 /usr/bin/bash /usr/bin/git"
-# The container's driver: the oldest process running it. (Not the action's parent: Bash actions run
-# under a wrapper that waits for their output the way docker's exec did, environments/bash.py.)
-KILLS_THE_DRIVER = "kill -9 $(pgrep -o -f /usr/lib/intercode/icdriver.pyz)"
+# An action during which the container dies: the test kills it from outside once the marker exists
+# (an action can't do it from inside: the container's first process, ours, ignores its signals).
+DIE_MARKER = "/testbed/kill-this-container"
+DIES_DURING = f"touch {DIE_MARKER} && sleep 60"
 
 
 def episode(query: str, actions: list[Any], rewards: list[Any], *, task_id: Any = 0,
@@ -237,20 +240,42 @@ def test_a_recorded_action_that_breaks_the_container_costs_its_episode_only(
         assert "agreement: " in printed.splitlines()[-1] and "(4 turns)" in printed
 
 
+async def kill_when_marked(docker: aiodocker.Docker, run_id: str) -> str:
+    """Kill the run's container in which DIE_MARKER appears, from outside, as the engine would
+    lose it; its id. Polls each running container of the run for the marker, within 60 s."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        for container in await containers_of_run(docker, run_id):
+            try:
+                await container.get_archive(DIE_MARKER)
+            except aiodocker.DockerError:
+                continue  # not this one, or not yet
+            await container.kill()
+            return str(container.id)
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"no container of run {run_id} made {DIE_MARKER} within 60 s")
+
+
 @pytest.mark.docker
 @pytest.mark.parametrize("containers", ["original", "pristine"])
 async def test_a_container_that_dies_mid_episode_is_re_created(docker: aiodocker.Docker, data_dir: Path,
                                                               tmp_path: Path, containers: str) -> None:
-    path = write(tmp_path, broken_then_gold(data_dir, ["ls /testbed", KILLS_THE_DRIVER, "ls /testbed"]))
+    path = write(tmp_path, broken_then_gold(data_dir, ["ls /testbed", DIES_DURING, "ls /testbed"]))
     episodes = read_episodes(path)
     async with clean_runtime(docker, FS1, data_dir=data_dir) as runtime:
-        results = await replay_all(runtime, TaskFinder(data_dir), episodes, 4, containers)
+        assert isinstance(runtime.pool, Pool)
+        killer = asyncio.create_task(kill_when_marked(docker, runtime.pool.run_id))
+        try:
+            results = await replay_all(runtime, TaskFinder(data_dir), episodes, 4, containers)
+        finally:
+            killed = await asyncio.gather(killer, return_exceptions=True)  # it stops by itself, in 60 s at most
+    assert isinstance(killed[0], str), killed  # the container did die under the action
     by_episode: dict[str, list[TurnResult]] = {}
     for result in results:
         by_episode.setdefault(result.episode, []).append(result)
     first = by_episode["0"]
     assert first[0].ours is not None
-    assert [r.ours for r in first[1:]] == [None, None]
+    assert [r.ours for r in first[1:]] == [None, None], first
     assert all("turn 2 of episode 0" in r.reason and "re-created" in r.reason for r in first[1:]), first
     for key in ("1", "4"):
         assert [(r.ours, r.agree) for r in by_episode[key]] == [(1.0, True)]
