@@ -117,12 +117,15 @@ async def replay_recordings(runtime: Runtime, finder: TaskFinder, episodes: list
     through one environment with the original's long-lived, leakily reset containers."""
     queues: dict[str, asyncio.Queue[Episode]] = defaultdict(asyncio.Queue)
     in_order: dict[str, list[Episode]] = defaultdict(list)
+    out = Replayed()
     for episode in episodes:
-        if lifecycle(episode, containers) == "original":
+        if not episode.turns:  # nothing to replay: no environment for it
+            if episode.bad:
+                out.bad[episode.key] = bad_line(episode, episode.bad)
+        elif lifecycle(episode, containers) == "original":
             in_order[episode.source].append(episode)
         else:
             queues[episode.kind].put_nowait(episode)
-    out = Replayed()
 
     async def worker(kind: str, queue: asyncio.Queue[Episode]) -> None:
         await Replayer(lambda: make_environment(kind, runtime), finder, out, history=False).run(
@@ -213,6 +216,14 @@ class Replayer:
 
 
 async def replay_episode(env: Environment, finder: TaskFinder, episode: Episode) -> EpisodeReplay:
+    """The episode's turns replayed; one read as bad (`episode.bad`) as far as it was read soundly."""
+    replay = await _replay_turns(env, finder, episode) if episode.turns else EpisodeReplay([])
+    if episode.bad and not replay.bad:
+        replay.bad = bad_line(episode, episode.bad)
+    return replay
+
+
+async def _replay_turns(env: Environment, finder: TaskFinder, episode: Episode) -> EpisodeReplay:
     task = finder.find(episode)
     if task is None:
         return EpisodeReplay(unscored(episode, NOT_FOUND), bad=bad_line(episode, NOT_FOUND))

@@ -29,6 +29,8 @@ from orchestrator.fidelity.table import print_table, success_table, table_json
 from orchestrator.fidelity.trajectories import Episode, TaskFinder
 from orchestrator.images.ensure import ensure_images
 
+LEFT_OUT = 3  # the exit status when the replay compared turns but left episodes out
+
 
 def images_of(finder: TaskFinder, episodes: list[Episode]) -> list[str]:
     """The images of the tasks the episodes replay (those found; the others are reported later)."""
@@ -68,11 +70,23 @@ async def run(args: argparse.Namespace) -> int:
         replayed = await replay_recordings(runtime, finder, episodes, args.concurrency,
                                            args.containers)
     output(args, episodes, replayed)
-    if any(r.counted for r in replayed.results):
-        return 0
-    print(f"no turn could be compared with its recording ({left_out_counts(replayed.results) or 'no turns'}): "
-          "see the reasons above", file=sys.stderr)
-    return 1
+    if not any(r.counted for r in replayed.results):
+        print(f"no turn could be compared with its recording ({left_out_counts(replayed.results) or 'no turns'}): "
+              "see the reasons above", file=sys.stderr)
+        return 1
+    left_out = left_out_episodes(episodes, replayed)
+    if left_out:
+        print(f"{left_out} left out of the rates (bad, unavailable here, or broken under the replay): see above",
+              file=sys.stderr)
+        return LEFT_OUT
+    return 0
+
+
+def left_out_episodes(episodes: list[Episode], replayed: Replayed) -> str:
+    """How many episodes the replay left out, "" when none: "3 episodes"."""
+    unscored = {r.episode for r in replayed.results if r.ours is None}
+    count = len({e.key for e in episodes if e.key in replayed.bad or e.key in unscored})
+    return f"{count} episode{'' if count == 1 else 's'}" if count else ""
 
 
 def output(args: argparse.Namespace, episodes: list[Episode], replayed: Replayed) -> None:
