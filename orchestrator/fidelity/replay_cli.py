@@ -10,6 +10,7 @@ from pathlib import Path
 
 from environments.runtime import Runtime
 from foundation.settings import resolve_data_dir
+from orchestrator.fidelity.context import INFERRED, ReplayContext, infer_contexts
 from orchestrator.fidelity.replay import (
     Replayed,
     lifecycle,
@@ -55,6 +56,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                              "the original's leaky way, as its recordings ran; 'pristine' gives every episode a "
                              "clean container, as our sweeps do; 'auto' (default): pristine for files we exported, "
                              "original for the others")
+    parser.add_argument("--context", choices=("inferred", "dataset"), default="inferred",
+                        help="bash: 'inferred' (default) replays each NL2Bash file in the world its observations "
+                             "show it ran in: the file system image (its golds too) and its files' ages at the "
+                             "time of recording; 'dataset': the dataset's own image, files as our image has them")
     parser.add_argument("--limit", type=int, help="replay only the first N episodes of each file")
     parser.add_argument("--mismatches", type=int, default=40, help="how many mismatches (and bad episodes) to list")
     parser.set_defaults(handler=run)
@@ -65,6 +70,10 @@ async def run(args: argparse.Namespace) -> int:
     files = trajectory_files(args.files, args.table)
     episodes = read_all(files, args.limit)  # every file is checked before a container starts
     finder = TaskFinder(data_dir)
+    if args.context == INFERRED:
+        contexts = await asyncio.to_thread(infer_contexts, episodes, finder, data_dir)
+        finder.contexts = {source: context.apply for source, context in contexts.items()}
+        print_contexts(contexts, to_stdout=args.json is not None and str(args.json) == "-")
     await ensure_images(await asyncio.to_thread(images_of, finder, episodes), data_dir)
     async with Runtime.open(data_dir=data_dir, reward_mode=args.reward) as runtime:
         replayed = await replay_recordings(runtime, finder, episodes, args.concurrency,
@@ -87,6 +96,12 @@ def left_out_episodes(episodes: list[Episode], replayed: Replayed) -> str:
     unscored = {r.episode for r in replayed.results if r.ours is None}
     count = len({e.key for e in episodes if e.key in replayed.bad or e.key in unscored})
     return f"{count} episode{'' if count == 1 else 's'}" if count else ""
+
+
+def print_contexts(contexts: dict[str, ReplayContext], *, to_stdout: bool) -> None:
+    """Each NL2Bash file's inferred context with its evidence (on stderr when stdout is JSON)."""
+    for context in contexts.values():
+        print(f"context: {context.describe()}", file=sys.stderr if to_stdout else sys.stdout)
 
 
 def output(args: argparse.Namespace, episodes: list[Episode], replayed: Replayed) -> None:

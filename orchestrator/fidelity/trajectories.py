@@ -30,6 +30,7 @@ import difflib
 import json
 import math
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -281,6 +282,8 @@ class TaskFinder:
     def __init__(self, data_dir: Path | None) -> None:
         self.data_dir = data_dir
         self._loaded: dict[str, list[Task]] = {}
+        # Per file (`Episode.source`): the task as the recording ran it (its replay context).
+        self.contexts: dict[str, Callable[[Task], Task]] = {}
 
     def tasks(self, dataset: str) -> list[Task]:
         if dataset not in self._loaded:
@@ -291,6 +294,13 @@ class TaskFinder:
         return self._loaded[dataset]
 
     def find(self, episode: Episode) -> Task | None:
+        """The episode's task, in its file's replay context when one was set."""
+        task = self.find_task(episode)
+        in_context = self.contexts.get(episode.source)
+        return in_context(task) if task is not None and in_context is not None else task
+
+    def find_task(self, episode: Episode) -> Task | None:
+        """The episode's task, as its dataset has it."""
         named = FILES.get(Path(episode.dataset_path).name)
         if named and DATASETS[named].env != episode.kind:  # a dataset of another kind: ignored
             named = None
