@@ -29,7 +29,7 @@ from environments.bash import (
     BashGold,
     split_action,
 )
-from environments.file_ages import age_files
+from environments.file_ages import age_repository
 from foundation.errors import SandboxError
 from foundation.pool import Sandbox
 from tasks import Task
@@ -50,13 +50,12 @@ class OriginalLifecycleBashEnv(BashEnv):
             agent = await self._held.enter_async_context(pool.lease(image))
             gold = await self._held.enter_async_context(pool.lease(image))
             for sandbox in (agent, gold):
-                await age_files(sandbox, task)  # once: the files age on, and resets write fresh ones
                 # A container's files have other inodes and ctimes than the build that indexed them,
                 # and git's first reset would rewrite them all (to 0644/0755, stamped now). The
                 # original's containers, made from the very layer that was committed, had a valid
-                # index: only what an episode changed got rewritten.
-                await sandbox.exec(["git", "update-index", "-q", "--refresh"],
-                                   cwd=await self.runtime.image_workdir(image), timeout=GOLD_TIMEOUT)
+                # index: only what an episode changed got rewritten. Aged once: then the files
+                # age on, and resets write fresh ones, as there.
+                await age_repository(sandbox, task, await self.runtime.image_workdir(image))
             self._containers[image] = (agent, gold)
         return self._containers[image]
 

@@ -49,7 +49,10 @@ if stats:
     newest = max(st.st_mtime_ns for st in stats.values())
     built = args["anchor_ns"] - args["built_ns"]
     for path, st in stats.items():
-        if st.st_mtime_ns >= newest - 86400 * 10**9:
+        if args["atimes_only"]:  # the files are aged already: their mtimes say which kind they are
+            mtime = st.st_mtime_ns
+            atime = mtime if mtime >= newest - 86400 * 10**9 else built
+        elif st.st_mtime_ns >= newest - 86400 * 10**9:
             atime = mtime = built - (newest - st.st_mtime_ns)
         else:
             atime, mtime = built, st.st_mtime_ns + args["shift_ns"]
@@ -80,12 +83,34 @@ class FileAges:
         return cls(tuple(value["roots"]), int(value["anchor_ns"]), int(value["built_ns"]), int(value["shift_ns"]))
 
 
-async def age_files(sandbox: Sandbox, task: Task) -> None:
-    """Give the task's file system the ages of its replay context, if it has one."""
+async def age_files(sandbox: Sandbox, task: Task, *, atimes_only: bool = False) -> None:
+    """Give the task's file system the ages of its replay context, if it has one; `atimes_only`:
+    put back the access times of files aged already (something read them all since)."""
     ages = FileAges.of(task)
     if ages is None:
         return
-    result = await sandbox.exec(["python3", "-c", SCRIPT, json.dumps(ages.as_meta())], cwd="/", timeout=TIMEOUT)
+    args = json.dumps({**ages.as_meta(), "atimes_only": atimes_only})
+    await _checked(sandbox, ["python3", "-c", SCRIPT, args], "/", "set the recording's file ages")
+
+
+async def age_repository(sandbox: Sandbox, task: Task, workdir: str) -> None:
+    """A long-lived container of the original's lifecycle, made ready: its files aged, and git's
+    index refreshed so that its first reset rewrites only what an episode changed.
+
+    The refresh reads every file whose stat data the index does not hold (all of them, in a new
+    container), and a read gives a file a fresh access time, which the original's containers, made
+    from the very layer that was committed, never paid. So the access times are put back after it,
+    and git is told not to trust ctimes, which that changes (it still compares mtimes and sizes)."""
+    await age_files(sandbox, task)
+    # Its exit status says whether entries needed an update: that is what it is run for.
+    await sandbox.exec(["git", "update-index", "-q", "--refresh"], cwd=workdir, timeout=TIMEOUT)
+    if FileAges.of(task) is not None:
+        await age_files(sandbox, task, atimes_only=True)
+        await _checked(sandbox, ["git", "config", "core.trustctime", "false"], workdir, "configure git")
+
+
+async def _checked(sandbox: Sandbox, argv: list[str], cwd: str, what: str) -> None:
+    result = await sandbox.exec(argv, cwd=cwd, timeout=TIMEOUT)
     if result.exit_code != 0 or result.timed_out:
-        raise SandboxError(f"could not set the recording's file ages: {result.output.strip()[-200:]}",
+        raise SandboxError(f"could not {what}: {result.output.strip()[-200:]}",
                            container_id=sandbox.container_id, image=sandbox.image)
