@@ -268,8 +268,31 @@ def test_the_table_of_a_mixed_directory(tmp_path, data_dir, capsys):
     assert (try_again["recorded"], try_again["recomputed"], try_again["agreement"]) == (0.6667, 0.3333, 0.8333)
     assert [f["file"] for f in try_again["files"]] == [str(root / "sql" / "b.json")]
     lines = [line.split() for line in printed.splitlines()]
-    assert ["sql", "Try", "Again", "3", "0", "66.7%", "33.3%", "6", "0.833", "sql/b.json"] in lines, printed
-    assert ["sql", "Single", "2", "0", "50.0%", "50.0%", "2", "1.000", "sql/a.json"] in lines, printed
+    assert ["sql", "Try", "Again", "3", "0", "66.7%", "33.3%", "-33.3!", "6", "0.833", "sql/b.json"] in lines, printed
+    assert ["sql", "Single", "2", "0", "50.0%", "50.0%", "+0.0", "2", "1.000", "sql/a.json"] in lines, printed
+    assert "1 of 8 cells off by more than a point: sql Try Again" in printed
+
+
+def test_single_from_the_first_turns_of_try_again_per_model_and_the_spread_of_two_runs(tmp_path, data_dir, capsys):
+    """No single-turn file: Single is the first turn of each model's Try Again runs (the model read
+    from the file name, as eval_n_turn.py wrote it). Two runs, one after the other, and their spread."""
+    root = tmp_path / "runs"
+    write(root / "ic_sql_multiturn_gpt-3.5_3_turns.json", try_again_file(data_dir))
+    write(root / "ic_sql_multiturn_gpt-4_3_turns.json", try_again_file(data_dir))
+    out = tmp_path / "table.json"
+    assert main(["replay", "--table", str(root), "--runs", "2", "--data-dir", str(data_dir), "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    document = json.loads(out.read_text())
+    cells = {(c["model"], c["strategy"]): c for c in document["cells"]}
+    assert list(cells) == [("gpt-3.5", "Single"), ("gpt-3.5", "Try Again"), ("gpt-4", "Single"), ("gpt-4", "Try Again")]
+    single = cells[("gpt-4", "Single")]
+    # First turns: 0.29, 0.0 and the doctored 1.0 recorded; 0.29, 0.0, 0.0 recomputed.
+    assert (single["file"], single["episodes"], single["recorded_solved"], single["recomputed_solved"],
+            single["turns"], single["agreed"]) == ("first turns of 1 Try Again file", 3, 1, 0, 3, 2)
+    assert [(r["model"], r["strategy"], r["recomputed"], r["steady"]) for r in document["runs"]] == [
+        ("gpt-3.5", "Single", [0.0, 0.0], True), ("gpt-3.5", "Try Again", [0.3333, 0.3333], True),
+        ("gpt-4", "Single", [0.0, 0.0], True), ("gpt-4", "Try Again", [0.3333, 0.3333], True)]
+    assert "steady: every cell within half a point across the 2 runs" in printed
 
 
 def test_the_table_of_the_shared_single_turn_sql_file(tmp_path, data_dir, capsys):
