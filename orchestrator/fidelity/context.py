@@ -76,8 +76,8 @@ class ReplayContext:
             return task
         meta: dict[str, Any] = dict(task.meta)
         if self.clock is not None:
-            recorded_ns = round(self.clock.recorded.timestamp() * 10**9)
-            meta[META] = FileAges(self.roots, self.anchor_ns, _ns(self.clock.age), self.anchor_ns - recorded_ns).as_meta()
+            shift = self.anchor_ns - round(self.clock.recorded.timestamp() * 10**9)  # the recording's clock to ours
+            meta[META] = FileAges(self.roots, self.anchor_ns, _ns(self.clock.age), shift).as_meta()
         return replace(task, image=DATASETS[self.ran_in].image, meta=meta)
 
 

@@ -42,6 +42,9 @@ POINT = 0.01 + 1e-9  # a cell off by more than this is flagged
 MODEL = re.compile(r"(?:^|[_/-])((?:gpt-?[34]|text-davinci|code-davinci|chat-bison|palm|starchat|vicuna|llama|"
                    r"claude|falcon|starcoder)[\w.-]*?)(?=_|/|\.json$|$)", re.IGNORECASE)
 FIRST_TURNS = "first turns of {} Try Again file{}"
+# The kinds of the paper's Single and Try Again tables: their harness scored every turn, so a first
+# turn is a single-turn answer (CTF's scored only a submitted flag).
+FIRST_TURN_KINDS = ("bash", "sql", "python")
 
 
 @dataclass
@@ -129,7 +132,7 @@ def _first_turn_cells(episodes: list[Episode], by_episode: dict[str, list[TurnRe
     derived: dict[tuple[str, str, str], Row] = {}
     sources: dict[tuple[str, str, str], set[str]] = defaultdict(set)
     for episode in episodes:
-        if episode.strategy != TRY_AGAIN:
+        if episode.strategy != TRY_AGAIN or episode.kind not in FIRST_TURN_KINDS:
             continue
         cell = (model_of(episode.source, root), episode.kind, SINGLE)
         if cell in cells:
