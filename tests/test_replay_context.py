@@ -3,8 +3,9 @@ the container (file system) and the file ages at recording, inferred from observ
 
 The recordings are synthetic, in eval_n_turn.py's shape, made by emulating the original's harness
 in worlds unlike their dataset's (tests/fixtures/replay/make_recordings.py says how): file system
-2's tasks run in file system 1, and file system 3's recorded five days after its image's build,
-under another clock (libfaketime's), with `find -mtime`, `-atime`, `ls -l` and `ls -t` turns.
+2's tasks run in file system 1; file system 3's recorded five days after its image's build and
+file system 2's thirteen days after, under another clock (libfaketime's), with `find -mtime`,
+`-atime`, `ls -l` and `ls -t` turns, and golds that delete by age.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from orchestrator.fidelity.trajectories import TaskFinder, read_episodes
 FIXTURES = Path(__file__).parent / "fixtures" / "replay"
 IN_FS1 = FIXTURES / "fs2_tasks_in_fs1.json"
 AGED = FIXTURES / "fs3_five_days_after_build.json"
+AGED_FS2 = FIXTURES / "fs2_thirteen_days_after_build.json"
 SHARED_FS3 = Path("trajectories") / "bash" / "ic_bash_multiturn_gpt-4_10_turns_fs_3.json"
 
 
@@ -38,12 +40,15 @@ def test_a_run_of_fs2_tasks_made_in_fs1_is_detected(data_dir: Path) -> None:
                                           "3 list paths of fs1")
 
 
-def test_a_run_made_days_after_its_build_is_dated(data_dir: Path) -> None:
-    context = context_of(AGED, data_dir)
-    assert context.ran_in == "nl2bash-fs3" and context.clock is not None
+@pytest.mark.parametrize(("recording", "fs", "recorded", "days"), [(AGED, 3, "2023-06-02 14:00", "5.2"),
+                                                                   (AGED_FS2, 2, "2023-06-10 11:30", "13.1")])
+def test_a_run_made_days_after_its_build_is_dated(data_dir: Path, recording: Path, fs: int, recorded: str,
+                                                  days: str) -> None:
+    context = context_of(recording, data_dir)
+    assert context.ran_in == f"nl2bash-fs{fs}" and context.clock is not None
     assert f"{context.clock.built:%Y-%m-%d %H:%M}" == "2023-05-28 09:43"
-    assert f"{context.clock.recorded:%Y-%m-%d %H:%M}" == "2023-06-02 14:00"
-    assert context.clock_evidence.startswith("recorded 5.2 days after its image's build")
+    assert f"{context.clock.recorded:%Y-%m-%d %H:%M}" == recorded
+    assert context.clock_evidence.startswith(f"recorded {days} days after its image's build")
 
 
 def test_the_shared_recordings_ran_in_their_own_file_systems(data_dir: Path) -> None:
@@ -55,7 +60,7 @@ def test_the_shared_recordings_ran_in_their_own_file_systems(data_dir: Path) -> 
     assert fs3 is not None and f"{fs3.built:%H:%M}" == "09:43" and 20 <= fs3.age.total_seconds() / 60 <= 40
 
 
-@pytest.mark.parametrize("recording", [IN_FS1, AGED, SHARED_FS3])
+@pytest.mark.parametrize("recording", [IN_FS1, AGED, AGED_FS2, SHARED_FS3])
 def test_the_context_is_the_same_whatever_the_rewards(tmp_path: Path, data_dir: Path, recording: Path) -> None:
     """Inferred from observations only: every reward changed (flipped, or all 1), the same context."""
     source = recording if recording.is_absolute() else data_dir / recording
@@ -73,7 +78,8 @@ def test_the_context_is_the_same_whatever_the_rewards(tmp_path: Path, data_dir: 
 
 
 @pytest.mark.docker
-@pytest.mark.parametrize("recording", [IN_FS1, AGED], ids=["fs2-tasks-in-fs1", "five-days-after-build"])
+@pytest.mark.parametrize("recording", [IN_FS1, AGED, AGED_FS2],
+                         ids=["fs2-tasks-in-fs1", "five-days-after-build", "thirteen-days-after-build"])
 def test_each_replays_in_its_inferred_context_and_not_in_its_datasets(tmp_path: Path, data_dir: Path, recording: Path,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / recording.name
