@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from orchestrator.cli import main
-from orchestrator.fidelity.context import infer_contexts
+from orchestrator.fidelity.context import infer_contexts, which_file_system
+from orchestrator.fidelity.file_systems import load_file_systems
 from orchestrator.fidelity.trajectories import TaskFinder, read_episodes
 
 FIXTURES = Path(__file__).parent / "fixtures" / "replay"
@@ -38,6 +39,25 @@ def test_a_run_of_fs2_tasks_made_in_fs1_is_detected(data_dir: Path) -> None:
     assert (context.dataset, context.ran_in) == ("nl2bash-fs2", "nl2bash-fs1")
     assert context.container_evidence == ("ran in nl2bash-fs1: 13 of 18 observations name paths missing from fs2, "
                                           "3 list paths of fs1")
+
+
+MISSING = "ls: cannot access '{}': No such file or directory"
+WHICH = {  # (dataset, observations) -> the file system inferred
+    "its own despite a few deletions": ("nl2bash-fs2", ["/system/text1.txt\n/system/a.out"] * 5
+                                        + [MISSING.format("/system/a.out")] * 3, "nl2bash-fs2"),
+    "too little against to move": ("nl2bash-fs2", [MISSING.format("/system")] * 2, "nl2bash-fs2"),
+    "fs1's tasks where /system is listed": ("nl2bash-fs1", [MISSING.format("/testbed/dir1")] * 4
+                                            + ["/system/folder1/text2.txt"], "nl2bash-fs2"),
+    "fs1's tasks where nothing else shows": ("nl2bash-fs1", [MISSING.format("/testbed")] * 4, "nl2bash-fs2"),
+    "fs4's tasks where /workspace is listed": ("nl2bash-fs4", ["/workspace/dir1/hello.c"] * 3, "nl2bash-fs3"),
+    "fs4's tasks, their own": ("nl2bash-fs4", ["/etc/hosts", "/workspace/dir1/hello.c"], "nl2bash-fs4"),
+}
+
+
+@pytest.mark.parametrize("case", WHICH)
+def test_which_file_system_weighs_paths_listed_against_paths_missing(data_dir: Path, case: str) -> None:
+    dataset, observations, expected = WHICH[case]
+    assert which_file_system(dataset, observations, load_file_systems(data_dir))[0] == expected
 
 
 @pytest.mark.parametrize(("recording", "fs", "recorded", "days"), [(AGED, 3, "2023-06-02 14:00", "5.2"),

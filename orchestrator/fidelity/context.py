@@ -122,15 +122,18 @@ def which_file_system(dataset: str, observations: list[str], systems: dict[int, 
     own = int(dataset.removeprefix("nl2bash-fs"))
     votes = {n: _votes(observations, system) for n, system in systems.items()}
     against, found = votes[own]
-    if against < MIN_AGAINST or against <= found:
-        detail = f"{found} of {len(observations)} observations list its paths, {against} report them missing"
-        return dataset, f"ran in {dataset}, its own: {detail}"
-    order = sorted((n for n in systems if n != own), key=lambda n: (votes[n][0] - votes[n][1], n != 1, n))
-    best = order[0]
-    name = systems[best].dataset
-    detail = (f"{against} of {len(observations)} observations name paths missing from fs{own}"
-              f"{f', {votes[best][1]} list paths of fs{best}' if votes[best][1] else ''}")
-    return name, f"ran in {name}: {detail}"
+    best = min((n for n in systems if n != own), key=lambda n: (votes[n][0] - votes[n][1], n != 1, n))
+    if against >= MIN_AGAINST and against > found:
+        name = systems[best].dataset
+        listed = f", {votes[best][1]} list paths of fs{best}" if votes[best][1] else ""
+        missing = f"{against} of {len(observations)} observations name paths missing from fs{own}"
+        return name, f"ran in {name}: {missing}{listed}"
+    if not systems[own].paths and votes[best][1] >= MIN_AGAINST and not votes[best][0]:
+        # A file system of no paths of its own (4) has nothing to report missing: another's listed is the evidence.
+        name = systems[best].dataset
+        return name, f"ran in {name}: {votes[best][1]} of {len(observations)} observations list paths of fs{best}"
+    detail = f"{found} of {len(observations)} observations list its paths, {against} report them missing"
+    return dataset, f"ran in {dataset}, its own: {detail}"
 
 
 def _votes(observations: list[str], system: FileSystem) -> tuple[int, int]:
