@@ -8,12 +8,14 @@ Two things, per file of NL2Bash recordings:
   run in file system 1, and its golds too. Each file system is weighed by the observations that
   list its paths (for it) and those that report its paths missing (against it). The dataset's
   own wins unless it has more against than for, and at least `MIN_AGAINST`; then the best of the
-  others (ties: file system 1, the Dockerfile's default, then by number).
+  others (ties: file system 1, the Dockerfile's default, then by number). File system 4 has no
+  paths to report missing: another's listed in `MIN_AGAINST` observations, none missing, moves it.
 - **The age of its files.** The dates printed for the set-up's build-time files give the image's
-  build (the earliest minute shared by two of them: a reset rewrites a file with a fresh date,
-  never an older one); the dates of everything else written since (files a reset or an action
-  wrote, `date`) give the moment of recording, whose middle is taken. A date without a year is put
-  in the year of the dates that have one, else of the set-up's explicit dates.
+  build: the earliest minute shared by two of them (a reset rewrites a file with a fresh date,
+  never an older one, and one file alone may be such). The dates of everything else written
+  since (files a reset or an action wrote, `date`) give the moment of recording, whose middle is
+  taken. A date without a year is put in the year of the dates that have one, else of the
+  set-up's explicit dates.
 
 Only observations are read, never rewards: the rewards are what the replay is judged on, and a
 context chosen to fit them would make agreement worthless (`tests/test_replay_context.py` changes
@@ -150,7 +152,7 @@ def recording_clock(observations: list[str], system: FileSystem) -> tuple[Clock 
     build = [(i, d) for i, d in seen if d.name in system.build_names]
     built = _build_time([d for _, d in build])
     if built is None:
-        return None, "file ages unknown (no dated observation of its build-time files): as our image has them"
+        return None, "file ages unknown (no two build-time files dated alike): as our image has them"
     later = [(i, d) for i, d in seen if d.name not in system.explicit_names and built < d.when <= built + LATEST]
     if not later:
         return None, f"file ages unknown (built {built:%Y-%m-%d %H:%M}, nothing dated after it): as our image has them"
@@ -164,14 +166,13 @@ def recording_clock(observations: list[str], system: FileSystem) -> tuple[Clock 
 
 
 def _build_time(build: list[Dated]) -> datetime | None:
-    """The earliest minute printed for two different build-time files (one, if only one is seen)."""
+    """The earliest minute printed for two different build-time files. One file alone proves
+    nothing: a reset may have rewritten it (fs2 #37 of the GPT-4 run lists the latest one)."""
     names: dict[datetime, set[str]] = defaultdict(set)
     for d in build:
         names[d.when.replace(second=0)].add(d.name)
     shared = [when for when, named in names.items() if len(named) >= 2]
-    if shared:
-        return min(shared)
-    return min(names) if len({d.name for d in build}) == 1 else None
+    return min(shared) if shared else None
 
 
 def _default_year(observations: list[str], system: FileSystem) -> int:
