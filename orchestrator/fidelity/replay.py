@@ -47,7 +47,7 @@ from orchestrator.fidelity.rules import OutOfGrammar, TurnResult, replay_turn
 from orchestrator.fidelity.trajectories import Episode, TaskFinder, read_episodes, shown
 from orchestrator.store.export import HARNESS
 
-__all__ = ["Replayed", "TurnResult", "lifecycle", "replay_all", "replay_recordings"]
+__all__ = ["Replayed", "TurnResult", "lifecycle", "replay_all", "replay_recordings", "without_turns"]
 
 log = structlog.get_logger(__name__)
 NOT_FOUND = "task not found in the data"
@@ -144,6 +144,11 @@ async def replay_recordings(runtime: Runtime, finder: TaskFinder, episodes: list
     out.results.sort(key=lambda r: (order[r.episode], r.turn))
     out.bad = dict(sorted(out.bad.items(), key=lambda item: order[item[0]]))
     return out
+
+
+def without_turns(episodes: list[Episode]) -> Replayed:
+    """The replay of episodes none of which has a turn (all bad as read): their lines, no container."""
+    return Replayed(bad={e.key: bad_line(e, e.bad) for e in episodes if e.bad})
 
 
 def lifecycle(episode: Episode, containers: str = "auto") -> str:

@@ -20,6 +20,7 @@ from orchestrator.fidelity.replay import (
     read_all,
     replay_recordings,
     trajectory_files,
+    without_turns,
 )
 from orchestrator.fidelity.report import (
     agreement_line,
@@ -90,12 +91,13 @@ async def run(args: argparse.Namespace) -> int:
         contexts = await asyncio.to_thread(infer_contexts, episodes, finder, data_dir)
         print_contexts(contexts, to_stdout=args.json is not None and str(args.json) == "-")
     runs = []
-    for _ in range(args.runs):
+    for _ in range(args.runs if any(e.turns for e in episodes) else 0):
         # Each run ages the files from its own start: ages are the recording's, whenever it runs.
         finder.contexts = {source: replace(c, anchor_ns=time.time_ns()).apply for source, c in contexts.items()}
         await ensure_images(await asyncio.to_thread(images_of, finder, episodes), data_dir)
         async with Runtime.open(data_dir=data_dir, reward_mode=args.reward) as runtime:
             runs.append(await replay_recordings(runtime, finder, episodes, args.concurrency, args.containers))
+    runs = runs or [without_turns(episodes)]  # no turn to replay: no engine needed
     output(args, episodes, runs)
     return exit_status(episodes, runs)
 
@@ -104,7 +106,9 @@ def exit_status(episodes: list[Episode], runs: list[Replayed]) -> int:
     """0; 1 when no turn could be compared; LEFT_OUT when episodes were left out of the rates."""
     results = [r for replayed in runs for r in replayed.results]
     if not any(r.counted for r in results):
-        print(f"no turn could be compared with its recording ({left_out_counts(runs[0].results) or 'no turns'}): "
+        bad = len(runs[0].bad)
+        counts = [left_out_counts(runs[0].results), f"{bad} bad episode{'' if bad == 1 else 's'}" if bad else ""]
+        print(f"no turn could be compared with its recording ({'; '.join(c for c in counts if c) or 'no turns'}): "
               "see the reasons above", file=sys.stderr)
         return 1
     left_out = left_out_episodes(episodes, runs[0])
