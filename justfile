@@ -62,6 +62,10 @@ bench-view *ARGS:
 bench-harbor *ARGS: engine
     {{python}} -m benchmarks.bench_harbor {{ARGS}}
 
+# File ages of a replay context, two ways side by side: aging the files (what replay does) vs Debian's libfaketime (DEB: `apt-get download libfaketime`), per action and per container
+bench-file-ages DEB *ARGS: (images "nl2bash-fs3")
+    {{python}} -m benchmarks.bench_file_ages {{DEB}} --data-dir {{data_dir}} {{ARGS}}
+
 # Differential harness: the original InterCode harness (built from ../shared/intercode-original) and ours driven with the same actions; per-turn agreement (not part of `test`). E.g. ./dev differential --env bash --limit 5
 differential *ARGS: engine
     {{python}} -m benchmarks.differential --data-dir {{data_dir}} {{ARGS}}

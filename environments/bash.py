@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from environments.base import Environment
+from environments.file_ages import FileAges, age_files
 from environments.gold import GoldKey
 from environments.kind import KindSpec, register
 from environments.paper_parsing import bash_action
@@ -115,6 +116,7 @@ class BashEnv(Environment):
             self._gold = await self.gold()
         self._stack = AsyncExitStack()
         self.sandbox = await self._stack.enter_async_context(self.runtime.pool.lease(task.image))
+        await age_files(self.sandbox, task)
         self.workdir = self.start_dir(task)
 
     async def _stop(self) -> None:
@@ -186,7 +188,7 @@ class BashEnv(Environment):
         minute only, when the gold depends on the time)."""
         assert self.task is not None
         task = self.task
-        if volatile(task.gold_text):
+        if volatile(task.gold_text) or FileAges.of(task) is not None:  # a replay's ages hold for its run only
             key = GoldKey(await self.runtime.image_digest(task.image), task.fingerprint, "bash-gold-live-v2")
             return BashGold.of(await self.runtime.gold.get(key, lambda: self._run_gold(task), ttl=VOLATILE_TTL))
         key = GoldKey(await self.runtime.image_digest(task.image), task.fingerprint, "bash-gold-v2")
@@ -196,6 +198,7 @@ class BashEnv(Environment):
         """Run the gold in a pristine container of the task's image; record both modes' views
         (as JSON, the gold cache's form: BashGold.of reads it)."""
         async with self.runtime.pool.lease(task.image) as sandbox:
+            await age_files(sandbox, task)
             try:
                 argv = split_action(self.shell(task), task.gold_text)
                 output = (await sandbox.exec(argv, cwd=self.image_workdir, timeout=GOLD_TIMEOUT,

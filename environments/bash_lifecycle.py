@@ -29,6 +29,7 @@ from environments.bash import (
     BashGold,
     split_action,
 )
+from environments.file_ages import age_repository
 from foundation.errors import SandboxError
 from foundation.pool import Sandbox
 from tasks import Task
@@ -42,7 +43,8 @@ class OriginalLifecycleBashEnv(BashEnv):
         self._containers: dict[str, tuple[Sandbox, Sandbox]] = {}  # image -> (agent, gold)
         self._held = AsyncExitStack()
 
-    async def _containers_for(self, image: str) -> tuple[Sandbox, Sandbox]:
+    async def _containers_for(self, task: Task) -> tuple[Sandbox, Sandbox]:
+        image = task.image
         if image not in self._containers:
             pool = self.runtime.pool
             agent = await self._held.enter_async_context(pool.lease(image))
@@ -51,9 +53,9 @@ class OriginalLifecycleBashEnv(BashEnv):
                 # A container's files have other inodes and ctimes than the build that indexed them,
                 # and git's first reset would rewrite them all (to 0644/0755, stamped now). The
                 # original's containers, made from the very layer that was committed, had a valid
-                # index: only what an episode changed got rewritten.
-                await sandbox.exec(["git", "update-index", "-q", "--refresh"],
-                                   cwd=await self.runtime.image_workdir(image), timeout=GOLD_TIMEOUT)
+                # index: only what an episode changed got rewritten. Aged once: then the files
+                # age on, and resets write fresh ones, as there.
+                await age_repository(sandbox, task, await self.runtime.image_workdir(image))
             self._containers[image] = (agent, gold)
         return self._containers[image]
 
@@ -66,7 +68,7 @@ class OriginalLifecycleBashEnv(BashEnv):
 
     async def _start(self, task: Task) -> None:
         self.image_workdir = await self.runtime.image_workdir(task.image)
-        self.sandbox, _ = await self._containers_for(task.image)
+        self.sandbox, _ = await self._containers_for(task)
         await self._leaky_reset(self.sandbox, task, "agent")
         self.workdir = self.start_dir(task)
 
@@ -84,7 +86,7 @@ class OriginalLifecycleBashEnv(BashEnv):
         """The original's get_reward: reset the gold's container, run the gold again, look."""
         assert self.task is not None
         task, mode = self.task, self.mode
-        _, sandbox = await self._containers_for(task.image)
+        _, sandbox = await self._containers_for(task)
         await self._leaky_reset(sandbox, task, "gold")
         try:
             argv = split_action(self.shell(task), task.gold_text)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -26,6 +26,9 @@ import pymysql
 from environments.base import Environment, EpisodeError
 from environments.gold import GoldKey
 from environments.kind import KindSpec, register
+from environments.mysql8 import VERSION as MYSQL8
+from environments.mysql8 import as_mysql8 as mysql8_text
+from environments.mysql8 import refused_as_mysql8
 from environments.paper_parsing import sql_action, up_to_semicolon
 from environments.rewards.sql import (
     is_ordered,
@@ -82,6 +85,17 @@ def observation(outcome: QueryOutcome, shown_rows: int) -> str:
     if len(outcome.rows) > shown_rows:
         return f"{text}\n(output cut: {len(outcome.rows)} rows; the first {shown_rows} shown)"
     return text
+
+
+async def as_mysql8(run: Callable[[str], Awaitable[QueryOutcome]], query: str, on: bool = True) -> QueryOutcome:
+    """`run` the query as MySQL 8 would have answered it (environments/mysql8.py); one that
+    MariaDB refuses once rewritten runs as written, for its own error. `on` False: as written."""
+    rewritten = mysql8_text(query) if on else query
+    outcome = await run(rewritten)
+    error = outcome.error
+    if rewritten != query and error is not None and error != TIMED_OUT and not refused_as_mysql8(error):
+        return await run(query)
+    return outcome
 
 
 class SqlSession:
@@ -185,7 +199,7 @@ class SqlEnv(Environment):
     async def _execute(self, action: str) -> tuple[str, bool]:
         assert self._session is not None and self._server is not None
         async with self._dead_server_forgotten():
-            self._last = await self._session.run(action)
+            self._last = await as_mysql8(self._session.run, action, self.settings.mysql8)
         return observation(self._last, self._server.settings.shown_rows), self._last.ok
 
     async def _reward(self, argument: str) -> tuple[float, dict[str, Any]]:
@@ -201,7 +215,8 @@ class SqlEnv(Environment):
             # the agent's run of the very same query. The original ran the gold in the agent's
             # session, right after the action: do that for ordered golds.
             assert self._session is not None
-            gold = SqlGold.of(self._as_gold(await self._session.run(self.task.gold_text), True))
+            gold = SqlGold.of(self._as_gold(await as_mysql8(self._session.run, self.task.gold_text,
+                                                            self.settings.mysql8), True))
         agent = self._last.rows if self._last.ok else None
         info: dict[str, Any] = {"corrupt_gold": gold.error is not None}
         if self.runtime.reward_mode == "strict":
@@ -218,12 +233,16 @@ class SqlEnv(Environment):
         server, mode = self._server, self.runtime.reward_mode
         assert server is not None
 
-        async def compute() -> dict[str, Any]:
-            return self._as_gold(await server.read(str(task.meta["db"]), task.gold_text),
-                                 is_ordered(task.gold_text))
+        async def read(query: str) -> QueryOutcome:
+            return await server.read(str(task.meta["db"]), query)
 
+        async def compute() -> dict[str, Any]:
+            outcome = await as_mysql8(read, task.gold_text, self.settings.mysql8)
+            return self._as_gold(outcome, is_ordered(task.gold_text))
+
+        engine = MYSQL8 if self.settings.mysql8 else "mariadb"
         digest = await self.runtime.image_digest(task.image)
-        return SqlGold.of(await self.runtime.gold.get(GoldKey(digest, task.fingerprint, mode), compute))
+        return SqlGold.of(await self.runtime.gold.get(GoldKey(digest, task.fingerprint, f"{mode}-{engine}"), compute))
 
     def _as_gold(self, outcome: QueryOutcome, ordered: bool) -> dict[str, Any]:
         """A gold outcome as JSON (the gold cache may store it): rows as the reward mode compares them."""

@@ -53,6 +53,8 @@ class SqlSettings(BaseModel):
     ready_timeout: float = Field(120.0, gt=0, description="Seconds to wait for the server to accept connections.")
     connections: int = Field(1000, gt=0, description="Episode connections at once (the server allows 1100).")
     gold_connections: int = Field(8, gt=0, description="Connections for gold queries, apart from the episodes'.")
+    mysql8: bool = Field(True, description="Answer as MySQL 8, the original's server, did where MariaDB allows it "
+                                           "(environments/mysql8.py); False: as MariaDB does.")
 
 
 class SqlServerError(SandboxError):

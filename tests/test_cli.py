@@ -75,7 +75,11 @@ def test_replay_rejects_what_is_not_a_trajectory_file(tmp_path):
     assert_one_line_error(run("replay", str(wrong)), "not a trajectory file")
     partial = tmp_path / "partial.json"
     partial.write_text('{"0": {"environment": "ic_bash"}}')
-    assert_one_line_error(run("replay", str(partial)), "episode 0", "turn_history")
+    result = run("replay", str(partial))  # a bad episode, one line; with nothing else, nothing compared
+    assert result.returncode == 1, result.stderr
+    assert f"{partial}: episode 0: turn_history is missing" in result.stdout
+    assert result.stderr.strip().splitlines() == ["no turn could be compared with its recording (1 bad episode): "
+                                                  "see the reasons above"]
 
 
 def test_validate_rejects_a_task_set_of_another_kind():

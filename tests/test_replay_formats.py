@@ -137,13 +137,35 @@ def human_file(data_dir: Path) -> list[dict[str, Any]]:
             record(CONDUCTORS, [spider(data_dir, CONDUCTORS)["gold"], "submit"], 1.0)]
 
 
-def replayed(tmp_path: Path, data_dir: Path, path: Path, capsys: pytest.CaptureFixture[str]
+def flat_plan_solve_file(data_dir: Path) -> dict[str, Any]:
+    """The earlier eval_plan_solve.py: a flat object keyed by task index, no meta; the actions are
+    the model's raw answers, fenced, and ran as they were (a fenced query is a syntax error: 0); an
+    answer without a fence ran and scored. No episode has turns after its plan: no refine round."""
+    gold = spider(data_dir, CONDUCTORS)["gold"]
+    fenced = f"```sql\n{gold}\n```"
+    episode = recorded(data_dir, "sql", CONDUCTORS, [fenced, gold], [0, 1.0],
+                       ["Error executing query: You have an error in your SQL syntax", "[(6,)]"],
+                       steps=["Count the conductors.", "Submit the count."], valid_action=[False, True])
+    episode.update(info={}, summary={"max_reward": 1.0, "max_reward_idx": 1})
+    return {str(CONDUCTORS): episode}
+
+
+def empty_plan(data_dir: Path) -> dict[str, Any]:
+    """An eval_plan_solve.py episode whose plan came out empty: no step, no action, no observation,
+    and one reward of 0."""
+    episode = recorded(data_dir, "sql", CONDUCTORS, [], [0], [], steps=[], valid_action=[])
+    episode.update(info={}, summary={"max_reward": 0, "max_reward_idx": 0})
+    return episode
+
+
+def replayed(tmp_path: Path, data_dir: Path, path: Path, capsys: pytest.CaptureFixture[str], code: int = 0
              ) -> tuple[dict[str, list[dict[str, Any]]], str]:
-    """Per-turn results of `replay FILE` run in this process, and what it printed."""
+    """Per-turn results of `replay FILE` run in this process, and what it printed; `code`: the
+    exit status expected (3: episodes were left out)."""
     out = tmp_path / "turns.json"
-    code = main(["replay", str(path), "--data-dir", str(data_dir), "--json", str(out)])
+    status = main(["replay", str(path), "--data-dir", str(data_dir), "--json", str(out)])
     printed = capsys.readouterr().out
-    assert code == 0, printed
+    assert status == code, printed
     return json.loads(out.read_text()), printed
 
 
@@ -183,6 +205,14 @@ def test_eval_plan_solve_keeps_the_reward_through_a_refine_turn_without_code(tmp
     # No code: 0 in the plan, the reward as it stood in the refine round.
     assert ours(turns[str(TEACHERS)]) == [0.0, 0.29, 0.29, 1.0]
     assert all(t["agree"] for t in turns[str(TEACHERS)])
+
+
+def test_the_earlier_flat_plan_solve_file_is_plan_and_solve_run_as_recorded(tmp_path, data_dir, capsys):
+    path = write(tmp_path / "plan-flat.json", flat_plan_solve_file(data_dir))
+    (episode,) = read_episodes(path)
+    assert (episode.format, episode.strategy, episode.plan_steps) == ("eval_plan_solve", "Plan & Solve", 2)
+    turns, _ = replayed(tmp_path, data_dir, path, capsys)
+    assert [(t["ours"], t["agree"]) for t in turns[str(CONDUCTORS)]] == [(0.0, True), (1.0, True)]
 
 
 def test_eval_ctf_scores_the_flag_with_the_environments_own_reward(tmp_path, data_dir, capsys):
@@ -238,8 +268,31 @@ def test_the_table_of_a_mixed_directory(tmp_path, data_dir, capsys):
     assert (try_again["recorded"], try_again["recomputed"], try_again["agreement"]) == (0.6667, 0.3333, 0.8333)
     assert [f["file"] for f in try_again["files"]] == [str(root / "sql" / "b.json")]
     lines = [line.split() for line in printed.splitlines()]
-    assert ["sql", "Try", "Again", "3", "0", "66.7%", "33.3%", "6", "0.833", "sql/b.json"] in lines, printed
-    assert ["sql", "Single", "2", "0", "50.0%", "50.0%", "2", "1.000", "sql/a.json"] in lines, printed
+    assert ["sql", "Try", "Again", "3", "0", "66.7%", "33.3%", "-33.3!", "6", "0.833", "sql/b.json"] in lines, printed
+    assert ["sql", "Single", "2", "0", "50.0%", "50.0%", "+0.0", "2", "1.000", "sql/a.json"] in lines, printed
+    assert "1 of 8 cells off by more than a point: sql Try Again" in printed
+
+
+def test_single_from_the_first_turns_of_try_again_per_model_and_the_spread_of_two_runs(tmp_path, data_dir, capsys):
+    """No single-turn file: Single is the first turn of each model's Try Again runs (the model read
+    from the file name, as eval_n_turn.py wrote it). Two runs, one after the other, and their spread."""
+    root = tmp_path / "runs"
+    write(root / "ic_sql_multiturn_gpt-3.5_3_turns.json", try_again_file(data_dir))
+    write(root / "ic_sql_multiturn_gpt-4_3_turns.json", try_again_file(data_dir))
+    out = tmp_path / "table.json"
+    assert main(["replay", "--table", str(root), "--runs", "2", "--data-dir", str(data_dir), "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    document = json.loads(out.read_text())
+    cells = {(c["model"], c["strategy"]): c for c in document["cells"]}
+    assert list(cells) == [("gpt-3.5", "Single"), ("gpt-3.5", "Try Again"), ("gpt-4", "Single"), ("gpt-4", "Try Again")]
+    single = cells[("gpt-4", "Single")]
+    # First turns: 0.29, 0.0 and the doctored 1.0 recorded; 0.29, 0.0, 0.0 recomputed.
+    assert (single["file"], single["episodes"], single["recorded_solved"], single["recomputed_solved"],
+            single["turns"], single["agreed"]) == ("first turns of 1 Try Again file", 3, 1, 0, 3, 2)
+    assert [(r["model"], r["strategy"], r["recomputed"], r["steady"]) for r in document["runs"]] == [
+        ("gpt-3.5", "Single", [0.0, 0.0], True), ("gpt-3.5", "Try Again", [0.3333, 0.3333], True),
+        ("gpt-4", "Single", [0.0, 0.0], True), ("gpt-4", "Try Again", [0.3333, 0.3333], True)]
+    assert "steady: every cell within half a point across the 2 runs" in printed
 
 
 def test_the_table_of_the_shared_single_turn_sql_file(tmp_path, data_dir, capsys):
@@ -273,7 +326,7 @@ def test_bad_episodes_are_counted_one_line_each_and_the_rest_scored(tmp_path, da
     ungrammatical = recorded(data_dir, "sql", CONDUCTORS, ["SELECT 1", "submit"], [0, 0], ["(1,)", ""],
                              thoughts=["t1", "t2"])  # no execute[...], and yet it ran
     path = write(tmp_path / "react.json", {"0": episodes["0"], "7": unknown, "8": ungrammatical})
-    turns, printed = replayed(tmp_path, data_dir, path, capsys)
+    turns, printed = replayed(tmp_path, data_dir, path, capsys, code=3)
     bad = [line.strip() for line in printed.splitlines() if line.strip().startswith(f"{path}: episode")]
     assert bad == [f"{path}: episode 7: task not found in the data",
                    f"{path}: episode 8: turn 1: ReAct's parser reads SELECT 1 as no code (neither execute[...] nor "
@@ -282,3 +335,29 @@ def test_bad_episodes_are_counted_one_line_each_and_the_rest_scored(tmp_path, da
     assert ours(turns["0"]) == [0.0, 0.0, 0.0, 1.0] and all(t["agree"] for t in turns["0"])
     assert ours(turns["8"]) == [None, None]
     assert printed.splitlines()[-1] == "agreement: 1.000 (4 turns; 5 not scored)"
+
+
+def test_an_episode_whose_lists_disagree_is_read_as_far_as_they_agree_and_the_table_goes_on(tmp_path, data_dir,
+                                                                                            capsys):
+    """In a good Plan & Solve file: an empty plan (no action, no observation, one reward), and an
+    episode whose last action was logged without its observation and reward. Each is one line; the
+    other episodes and files are scored, and the exit status says that episodes were left out."""
+    good = plan_solve_file(data_dir, refine=False)
+    cut = json.loads(json.dumps(good["logs"][str(TEACHERS)]))
+    cut["turn_history"]["actions"].append(spider(data_dir, TEACHERS)["gold"])
+    good["logs"].update({"40": empty_plan(data_dir), "41": cut})
+    root = tmp_path / "runs"
+    plans = write(root / "plans.json", good)
+    write(root / "flat.json", flat_plan_solve_file(data_dir))
+    episodes = {e.key: e for e in read_episodes(plans)}
+    assert episodes["40"].turns == [] and "0 actions, 0 observations, 1 rewards" in episodes["40"].bad
+    assert len(episodes["41"].turns) == 2 and "read as far as they agree: 2 turns" in episodes["41"].bad
+    out = tmp_path / "table.json"
+    assert main(["replay", "--table", str(root), "--data-dir", str(data_dir), "--json", str(out)]) == 3
+    captured = capsys.readouterr()
+    assert "2 bad episodes" in captured.out and f"{plans}: episode 40: the lists of turn_history" in captured.out
+    assert "2 episodes left out" in captured.err
+    cells = {c["strategy"]: c for c in json.loads(out.read_text())["cells"]}
+    # Both files scored: the good episode of each, and the cut one's two turns (its episode left out).
+    assert (cells["Plan & Solve"]["episodes"], cells["Plan & Solve"]["left_out"]) == (4, 2)
+    assert (cells["Plan & Solve"]["turns"], cells["Plan & Solve"]["agreed"]) == (6, 6)

@@ -20,8 +20,8 @@ from pydantic import SecretStr
 from agents.llm import LLMClient, ModelSpec
 from foundation.errors import ConfigError
 from orchestrator.cli import main
-from orchestrator.fidelity.replay import TurnResult, replay_all
-from orchestrator.fidelity.trajectories import TaskFinder, read_episodes
+from orchestrator.fidelity.replay import TurnResult, bad_line, replay_all
+from orchestrator.fidelity.trajectories import Episode, TaskFinder, read_episodes
 from orchestrator.models import resolve_model
 from foundation.pool import Pool
 from tests.conftest import FS1, clean_runtime, containers_of_run
@@ -67,6 +67,17 @@ def one_line_error(path: Path, *needles: str) -> str:
     return message
 
 
+def bad_episode(path: Path, key: str, *needles: str) -> Episode:
+    """Episode `key` of the file, read as bad: one line naming why (the others are read as they are)."""
+    episodes = {e.key: e for e in read_episodes(path)}
+    bad = episodes[key]
+    assert bad.bad and "\n" not in bad.bad, bad
+    for needle in needles:
+        assert needle in bad.bad, bad.bad
+    assert not any(e.bad for k, e in episodes.items() if k != key)
+    return bad
+
+
 def cli_error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
     """Run the CLI in this process; it must exit 2 with exactly one line on stderr, `error: ...`."""
     assert main(list(argv)) == 2
@@ -101,10 +112,11 @@ def test_a_sweep_with_a_bad_replay_model_is_one_line(tmp_path: Path, capsys: pyt
 
 @pytest.mark.parametrize(("actions", "turn"), [([5, None, {}], "turn 1"), (["ls", None], "turn 2"),
                                                 (["ls", "pwd", {"cmd": "ls"}], "turn 3")])
-def test_an_action_that_is_not_a_string_names_the_episode_and_turn(tmp_path: Path, actions: list[Any],
-                                                                    turn: str) -> None:
+def test_an_action_that_is_not_a_string_names_the_turn_and_keeps_those_before(tmp_path: Path, actions: list[Any],
+                                                                              turn: str) -> None:
     path = write(tmp_path, {"0": episode("q", ["ls"], [0.0]), "7": episode("q", actions, [0.0] * len(actions))})
-    one_line_error(path, str(path), "episode 7", turn, "action")
+    bad = bad_episode(path, "7", turn, "action")
+    assert [t.action for t in bad.turns] == actions[:int(turn.split()[1]) - 1]
 
 
 BAD_EPISODES: dict[str, tuple[Callable[[dict[str, Any]], object], str]] = {
@@ -115,7 +127,9 @@ BAD_EPISODES: dict[str, tuple[Callable[[dict[str, Any]], object], str]] = {
     "reward a string": (lambda e: {**e, "turn_history": {**e["turn_history"], "rewards": ["0.5"]}}, "turn 1"),
     "reward true": (lambda e: {**e, "turn_history": {**e["turn_history"], "rewards": [True]}}, "reward"),
     "lengths differ": (lambda e: {**e, "turn_history": {**e["turn_history"], "rewards": [0.1, 0.2]}},
-                       "differ in length"),
+                       "differ in length (1 actions, 1 observations, 2 rewards); read as far as they agree: 1 turn"),
+    "all empty": (lambda e: {**e, "turn_history": {"actions": [], "observations": [], "rewards": []}},
+                  "no turns"),
     "unknown environment": (lambda e: {**e, "environment": "ic_cobol"}, "ic_cobol"),
     "environment a list": (lambda e: {**e, "environment": ["ic_bash"]}, "environment"),
     "query a number": (lambda e: {**e, "query": 12}, "query"),
@@ -124,10 +138,11 @@ BAD_EPISODES: dict[str, tuple[Callable[[dict[str, Any]], object], str]] = {
 
 
 @pytest.mark.parametrize("case", BAD_EPISODES)
-def test_every_field_is_checked_with_one_line(tmp_path: Path, case: str) -> None:
+def test_every_field_is_checked_and_a_bad_episode_is_one_line(tmp_path: Path, case: str) -> None:
     change, needle = BAD_EPISODES[case]
-    path = write(tmp_path, {"3": change(episode("q", ["ls"], [0.5]))})
-    one_line_error(path, str(path), "episode 3", needle)
+    path = write(tmp_path, {"2": episode("q", ["pwd"], [0.5]), "3": change(episode("q", ["ls"], [0.5]))})
+    bad = bad_episode(path, "3", needle)
+    assert bad.kind == "bash"  # the file's kind, when the episode names none: the table's row
 
 
 def test_what_is_tolerated(tmp_path: Path, data_dir: Path) -> None:
@@ -136,7 +151,8 @@ def test_what_is_tolerated(tmp_path: Path, data_dir: Path) -> None:
                             "1": episode(query, ["ls", "pwd"], [None, 1], task_id=10**300),
                             "2": episode(query, ["ls"], [0], task_id=True)})
     empty, nulls, boolean = read_episodes(path)
-    assert empty.turns == []  # an episode without turns has nothing to replay
+    assert empty.turns == [] and empty.bad.startswith("no turns")  # nothing to replay, and said so
+    assert not nulls.bad and not boolean.bad
     assert [t.reward for t in nulls.turns] == [None, 1.0]  # no recorded reward: replayed, not compared
     finder = TaskFinder(data_dir)
     found = [finder.find(e) for e in (empty, nulls, boolean)]
@@ -157,10 +173,11 @@ def test_files_that_are_not_trajectory_files(tmp_path: Path, capsys: pytest.Capt
     one_line_error(tmp_path / "deep.json", "deep")
     (tmp_path / "nan.json").write_text('{"0": ' + json.dumps(episode("q", ["ls"], [0.5]))
                                        .replace("0.5]", "NaN]") + "}")
-    one_line_error(tmp_path / "nan.json", "turn 1", "reward")
+    bad_episode(tmp_path / "nan.json", "0", "turn 1", "reward")
     key = "line one\nline two " + "x" * 10_000
-    message = one_line_error(write(tmp_path, {key: episode("q", [7], [0.5])}), "turn 1")
-    assert len(message) < 400
+    (odd,) = read_episodes(write(tmp_path, {key: episode("q", [7], [0.5])}, "odd-key.json"))
+    line = bad_line(odd, odd.bad)  # what the replay lists under "bad episodes"
+    assert "\n" not in line and len(line) < 700 and "turn 1" in line
     assert cli_error(capsys, "replay", str(write(tmp_path, {}, "none.json"))).endswith("has no episodes")
     cli_error(capsys, "replay", str(tmp_path))
 

@@ -34,6 +34,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--concurrency", type=int, default=CONCURRENCY["bash"],
                         help=f"Bash suites at once (default {CONCURRENCY['bash']}; they are bound by the CPU)")
     parser.add_argument("--no-self-check", action="store_true", help="run the original once, not twice")
+    parser.add_argument("--sql-engine", choices=("mariadb", "mysql8"), default="mariadb",
+                        help="how our SQL answers: 'mariadb' (default) as the original side's server does, so that "
+                             "what differs is the rules; 'mysql8' as MySQL 8 did (the replay's default)")
     parser.add_argument("--data-dir", help="benchmark data (default: $INTERCODE_DATA_DIR or ../shared/intercode-data)")
     parser.add_argument("--json", type=Path, metavar="OUT", help="also write every turn's answers as JSON lines")
     parser.add_argument("--logs", type=Path, default=PROJECT_ROOT / "runs" / "differential",
@@ -70,7 +73,7 @@ async def main(args: argparse.Namespace) -> int:
                 concurrency = {**CONCURRENCY, "bash": args.concurrency}
                 records, failures = await run_suites(suites, runtime, data_dir, python, run_label, args.logs,
                                                      again=not args.no_self_check, concurrency=concurrency,
-                                                     progress=say)
+                                                     progress=say, mysql8=args.sql_engine == "mysql8")
         finally:
             left = await remove_leftovers(docker, run_label, run_label)
             if left:

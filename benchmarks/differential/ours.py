@@ -16,6 +16,8 @@ from environments.base import Environment
 from environments.bash_lifecycle import OriginalLifecycleBashEnv
 from environments.kind import kind_spec
 from environments.runtime import Runtime
+from environments.sql import SqlEnv
+from environments.sql_server import SqlSettings
 from foundation.errors import OrchestratorError
 from tasks import Task
 
@@ -24,13 +26,19 @@ CLIP = 4000
 
 
 class OurHarness:
-    def __init__(self, runtime: Runtime, kind: str) -> None:
-        self.runtime, self.kind = runtime, kind
+    """`mysql8`: SQL answers as MySQL 8 did (the replay's default); False (the harness's default),
+    as MariaDB does, which the original side runs on: then both sides see the same server, and
+    what differs is the rules."""
+
+    def __init__(self, runtime: Runtime, kind: str, mysql8: bool = False) -> None:
+        self.runtime, self.kind, self.mysql8 = runtime, kind, mysql8
         self.env = self._make()
 
     def _make(self) -> Environment:
         if kind_spec(self.kind).harness_history:
             return OriginalLifecycleBashEnv(self.runtime)
+        if self.kind == "sql":
+            return SqlEnv(self.runtime, SqlSettings(mysql8=self.mysql8))
         return make_environment(self.kind, self.runtime)
 
     async def renew(self) -> None:

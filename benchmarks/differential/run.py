@@ -39,10 +39,10 @@ def original_image(suite: Suite) -> str:
 
 class SuiteRun:
     def __init__(self, suite: Suite, runtime: Runtime, data_dir: Path, originals: list[OriginalHarness],
-                 alias: Callable[[str], str]) -> None:
+                 alias: Callable[[str], str], mysql8: bool = False) -> None:
         self.suite, self.runtime, self.data_dir = suite, runtime, data_dir
         self.originals, self.alias = originals, alias
-        self.ours = OurHarness(runtime, suite.kind)
+        self.ours = OurHarness(runtime, suite.kind, mysql8)
         self.records: list[TurnRecord] = []
 
     async def run(self, progress: Callable[[str], None]) -> list[TurnRecord]:
@@ -105,7 +105,7 @@ CONCURRENCY = {"bash": 4, "sql": 3, "python": 32, "ctf": 3}
 
 async def run_suites(suites: list[Suite], runtime: Runtime, data_dir: Path, python: Path, run_label: str,
                      log_dir: Path, *, again: bool, concurrency: dict[str, int],
-                     progress: Callable[[str], None]) -> tuple[list[TurnRecord], list[str]]:
+                     progress: Callable[[str], None], mysql8: bool = False) -> tuple[list[TurnRecord], list[str]]:
     """Every suite, `concurrency[kind]` of a kind at a time: their records in the suites' order, and
     one line per suite that could not finish (its turns so far are kept; the others go on)."""
     slots = {kind: asyncio.Semaphore(n) for kind, n in concurrency.items()}
@@ -121,7 +121,7 @@ async def run_suites(suites: list[Suite], runtime: Runtime, data_dir: Path, pyth
                         OriginalHarness(python, run_label, log_dir / f"{suite.name}-{n}.log"))
                         for n in range(2 if again else 1)]
                     progress(f"{suite.name}: {len(suite.cases)} episodes, {suite.turns} turns")
-                    run = SuiteRun(suite, runtime, data_dir, originals, lambda name: alias(run_label, name))
+                    run = SuiteRun(suite, runtime, data_dir, originals, lambda name: alias(run_label, name), mysql8)
                     await run.run(progress)
             except* (OSError, RuntimeError, ValueError) as group:  # one suite's harness broke: the others go on
                 exc = group.exceptions[0]

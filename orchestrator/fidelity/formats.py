@@ -11,7 +11,10 @@ The shapes (from each script of the original's `experiments/`, and its environme
   `num_submissions`); an action may be the list the policy returned (the first one ran).
 - `eval_plan_solve.py` (Plan & Solve, with or without refine): `{"meta": <its arguments>,
   "logs": {<index>: <episode>}}`; `turn_history.steps` holds the plan, one action per step, and
-  the turns after them are the refine round's.
+  the turns after them are the refine round's. An earlier version of the script wrote the episodes
+  as a flat object keyed by task index, as `eval_n_turn.py` did; their `turn_history.steps` tells
+  them apart. Without `meta`, the refine round shows only by its turns: a file with an episode
+  that has turns after its plan is "+ refine".
 - the human study (`IntercodeEnv.save_trajectory`, at each `submit`): records `{environment,
   query_idx, query, gold, reward, trajectory: [{action, observation}], info}`, one per file, or an
   array or object of them. One reward per episode, the one of its last action (the submit).
@@ -33,6 +36,7 @@ from orchestrator.fidelity.trajectories import (
     N_TURN,
     PLAN_SOLVE,
     REACT,
+    BadEpisode,
     Episode,
     RecordedTurn,
     file_label,
@@ -42,15 +46,16 @@ from orchestrator.fidelity.trajectories import (
     kind_named,
     load_json,
     reward_value,
-    shown,
     text_field,
+    with_file_kind,
 )
 
 SINGLE, TRY_AGAIN, PLAN_AND_SOLVE, REFINE = "Single", "Try Again", "Plan & Solve", "Plan & Solve + refine"
 # The strategy of a format whose name does not depend on the run's arguments.
 STRATEGY = {REACT: "ReAct", CTF: "CTF", HUMAN: "human"}
 KNOWN = ("a JSON object keyed by episode, each with a turn_history (eval_n_turn.py, eval_react.py with "
-         "thoughts, eval_ctf.py), an object with meta and logs (eval_plan_solve.py), or human-study records "
+         "thoughts, eval_ctf.py, an earlier eval_plan_solve.py with steps), an object with meta and logs "
+         "(eval_plan_solve.py), or human-study records "
          "{query_idx, query, gold, reward, trajectory} (one, or an array or object of them)")
 
 
@@ -88,6 +93,8 @@ def detect(raw: object) -> str | None:
                  if isinstance(v, dict) and isinstance(v.get("turn_history"), dict)]
     if any("thoughts" in h for h in histories):
         return REACT
+    if any("steps" in h for h in histories):  # the older eval_plan_solve.py: flat, without meta
+        return PLAN_SOLVE
     ctf = all(isinstance(v, dict) and v.get("environment") == "ic_ctf" for v in raw.values())
     if histories and ctf and not any("valid_action" in h for h in histories):
         return CTF
@@ -105,20 +112,25 @@ def _n_turn_strategy(value: Any) -> str:
 
 
 def _plan_solve(path: Path, raw: dict[str, Any]) -> list[Episode]:
-    meta, logs = raw["meta"], raw["logs"]
-    # The refine round ran only with both `--refine` and `--refine_turns`.
-    strategy = REFINE if meta.get("refine") and meta.get("refine_turns") else PLAN_AND_SOLVE
-    episodes = history_episodes(path, logs, PLAN_SOLVE)
-    return [replace(e, strategy=strategy, plan_steps=_plan_steps(path, e, v)) for e, v in zip(episodes, logs.values())]
+    flat = not (isinstance(raw.get("meta"), dict) and isinstance(raw.get("logs"), dict))
+    meta, logs = ({}, raw) if flat else (raw["meta"], raw["logs"])
+    episodes = [_with_plan(e, v) for e, v in zip(history_episodes(path, logs, PLAN_SOLVE), logs.values())]
+    if flat:  # no arguments kept: a refine round shows by turns after the plan
+        refine = any(e.plan_steps is not None and len(e.turns) > e.plan_steps for e in episodes)
+    else:  # the refine round ran only with both `--refine` and `--refine_turns`
+        refine = bool(meta.get("refine") and meta.get("refine_turns"))
+    return [replace(e, strategy=REFINE if refine else PLAN_AND_SOLVE) for e in episodes]
 
 
-def _plan_steps(path: Path, episode: Episode, value: dict[str, Any]) -> int:
+def _with_plan(episode: Episode, value: Any) -> Episode:
+    """The episode with its plan's length; a bad one when its steps can't be the plan of its turns."""
+    if episode.bad:
+        return episode
     steps = value["turn_history"].get("steps", [None] * len(episode.turns))
     if not isinstance(steps, list) or len(steps) > len(episode.turns):
-        raise ConfigError(f"{file_label(path)}: episode {shown(episode.key)}: turn_history.steps is "
-                          f"{json_value(steps)}; expected a list of the plan's steps, one per turn before the refine "
-                          "round")
-    return len(steps)
+        return replace(episode, bad=f"turn_history.steps is {json_value(steps)}; expected a list of the plan's "
+                                    "steps, one per turn before the refine round")
+    return replace(episode, plan_steps=len(steps))
 
 
 def _human(path: Path, raw: dict[str, Any] | list[Any]) -> list[Episode]:
@@ -128,23 +140,31 @@ def _human(path: Path, raw: dict[str, Any] | list[Any]) -> list[Episode]:
         items = [(str(i), record) for i, record in enumerate(raw)]
     else:
         items = [(str(key), record) for key, record in raw.items()]
-    return [_human_episode(path, key, record) for key, record in items]
+    return with_file_kind([_human_episode(path, key, record) for key, record in items])
 
 
 def _human_episode(path: Path, key: str, record: dict[str, Any]) -> Episode:
-    where = f"{file_label(path)}: episode {shown(key)}"
-    kind = kind_named(where, record.get("environment", "ic_sql"))  # the study was of SQL
-    reward = reward_value(where, record.get("reward"))
-    turns = [_human_turn(f"{where}, turn {n}", step) for n, step in enumerate(record["trajectory"], start=1)]
+    try:
+        kind = kind_named(record.get("environment", "ic_sql"))  # the study was of SQL
+        reward = reward_value(record.get("reward"))
+        query = text_field(record, "query")
+        turns = _human_turns(record["trajectory"])
+    except BadEpisode as exc:
+        return Episode(key, "", "", record.get("query_idx"), "", exc.turns, str(path), format=HUMAN,
+                       strategy=STRATEGY[HUMAN], bad=str(exc))
     if turns:  # the episode's one reward is its last action's (the submit that saved the record)
         turns[-1] = replace(turns[-1], reward=reward)
-    return Episode(key, kind, "", record.get("query_idx"), text_field(where, record, "query"), turns,
-                   str(path), format=HUMAN, strategy=STRATEGY[HUMAN])
+    return Episode(key, kind, "", record.get("query_idx"), query, turns, str(path), format=HUMAN,
+                   strategy=STRATEGY[HUMAN])
 
 
-def _human_turn(where: str, step: object) -> RecordedTurn:
-    if not isinstance(step, dict):
-        raise ConfigError(f"{where} is {json_type(step)}; expected an object with an action and an observation")
-    if not isinstance(step.get("action"), str):
-        raise ConfigError(f"{where}: the action is {json_type(step.get('action'))}, not text")
-    return RecordedTurn(step["action"], step.get("observation"), None)
+def _human_turns(steps: list[Any]) -> list[RecordedTurn]:
+    turns: list[RecordedTurn] = []
+    for n, step in enumerate(steps, start=1):
+        if not isinstance(step, dict):
+            raise BadEpisode(f"turn {n} is {json_type(step)}; expected an object with an action and an observation",
+                             turns)
+        if not isinstance(step.get("action"), str):
+            raise BadEpisode(f"turn {n}: the action is {json_type(step.get('action'))}, not text", turns)
+        turns.append(RecordedTurn(step["action"], step.get("observation"), None))
+    return turns

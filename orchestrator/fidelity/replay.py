@@ -47,7 +47,7 @@ from orchestrator.fidelity.rules import OutOfGrammar, TurnResult, replay_turn
 from orchestrator.fidelity.trajectories import Episode, TaskFinder, read_episodes, shown
 from orchestrator.store.export import HARNESS
 
-__all__ = ["Replayed", "TurnResult", "lifecycle", "replay_all", "replay_recordings"]
+__all__ = ["Replayed", "TurnResult", "lifecycle", "replay_all", "replay_recordings", "without_turns"]
 
 log = structlog.get_logger(__name__)
 NOT_FOUND = "task not found in the data"
@@ -119,12 +119,15 @@ async def replay_recordings(runtime: Runtime, finder: TaskFinder, episodes: list
     `on_episode` is called as each episode is replayed (progress)."""
     queues: dict[str, asyncio.Queue[Episode]] = defaultdict(asyncio.Queue)
     in_order: dict[str, list[Episode]] = defaultdict(list)
+    out = Replayed()
     for episode in episodes:
-        if lifecycle(episode, containers) == "original":
+        if not episode.turns:  # nothing to replay: no environment for it
+            if episode.bad:
+                out.bad[episode.key] = bad_line(episode, episode.bad)
+        elif lifecycle(episode, containers) == "original":
             in_order[episode.source].append(episode)
         else:
             queues[episode.kind].put_nowait(episode)
-    out = Replayed()
 
     async def worker(kind: str, queue: asyncio.Queue[Episode]) -> None:
         await Replayer(lambda: make_environment(kind, runtime), finder, out, history=False,
@@ -144,6 +147,11 @@ async def replay_recordings(runtime: Runtime, finder: TaskFinder, episodes: list
     out.results.sort(key=lambda r: (order[r.episode], r.turn))
     out.bad = dict(sorted(out.bad.items(), key=lambda item: order[item[0]]))
     return out
+
+
+def without_turns(episodes: list[Episode]) -> Replayed:
+    """The replay of episodes none of which has a turn (all bad as read): their lines, no container."""
+    return Replayed(bad={e.key: bad_line(e, e.bad) for e in episodes if e.bad})
 
 
 def lifecycle(episode: Episode, containers: str = "auto") -> str:
@@ -219,6 +227,14 @@ class Replayer:
 
 
 async def replay_episode(env: Environment, finder: TaskFinder, episode: Episode) -> EpisodeReplay:
+    """The episode's turns replayed; one read as bad (`episode.bad`) as far as it was read soundly."""
+    replay = await _replay_turns(env, finder, episode) if episode.turns else EpisodeReplay([])
+    if episode.bad and not replay.bad:
+        replay.bad = bad_line(episode, episode.bad)
+    return replay
+
+
+async def _replay_turns(env: Environment, finder: TaskFinder, episode: Episode) -> EpisodeReplay:
     task = finder.find(episode)
     if task is None:
         return EpisodeReplay(unscored(episode, NOT_FOUND), bad=bad_line(episode, NOT_FOUND))

@@ -7,16 +7,20 @@ import asyncio
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from environments.runtime import Runtime
+from foundation.errors import ConfigError
 from foundation.settings import resolve_data_dir
+from orchestrator.fidelity.context import INFERRED, ReplayContext, infer_contexts
 from orchestrator.fidelity.replay import (
     Replayed,
     lifecycle,
     read_all,
     replay_recordings,
     trajectory_files,
+    without_turns,
 )
 from orchestrator.fidelity.report import (
     agreement_line,
@@ -26,9 +30,18 @@ from orchestrator.fidelity.report import (
     write_json,
     write_text,
 )
-from orchestrator.fidelity.table import print_table, success_table, table_json
+from orchestrator.fidelity.table import (
+    print_spread,
+    print_table,
+    spread_json,
+    spreads,
+    success_table,
+    table_json,
+)
 from orchestrator.fidelity.trajectories import Episode, TaskFinder
 from orchestrator.images.ensure import ensure_images
+
+LEFT_OUT = 3  # the exit status when the replay compared turns but left episodes out
 
 
 def images_of(finder: TaskFinder, episodes: list[Episode]) -> list[str]:
@@ -54,12 +67,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                              "the original's leaky way, as its recordings ran; 'pristine' gives every episode a "
                              "clean container, as our sweeps do; 'auto' (default): pristine for files we exported, "
                              "original for the others")
+    parser.add_argument("--context", choices=("inferred", "dataset"), default="inferred",
+                        help="bash: 'inferred' (default) replays each NL2Bash file in the world its observations "
+                             "show it ran in: the file system image (its golds too) and its files' ages at the "
+                             "time of recording; 'dataset': the dataset's own image, files as our image has them")
+    parser.add_argument("--runs", type=int, default=1, metavar="N",
+                        help="replay everything N times, one run after the other, and print each cell's recomputed "
+                             "rate in every run and the spread between them (a steady replay: within half a point)")
     parser.add_argument("--limit", type=int, help="replay only the first N episodes of each file")
     parser.add_argument("--mismatches", type=int, default=40, help="how many mismatches (and bad episodes) to list")
     parser.set_defaults(handler=run)
 
 
 async def run(args: argparse.Namespace) -> int:
+    if args.runs < 1:
+        raise ConfigError(f"--runs {args.runs}: give 1 or more")
     data_dir = resolve_data_dir(args.data_dir)
     files = trajectory_files(args.files, args.table)
     progress = Progress(files)
@@ -67,18 +89,47 @@ async def run(args: argparse.Namespace) -> int:
     episodes = read_all(files, args.limit)  # every file is checked before a container starts
     progress.step(f"read {_count(len(episodes), 'episode')}: finding their tasks and images")
     finder = TaskFinder(data_dir)
-    await ensure_images(await asyncio.to_thread(images_of, finder, episodes), data_dir)
-    progress.step("starting the containers")
-    async with Runtime.open(data_dir=data_dir, reward_mode=args.reward) as runtime:
-        progress.replaying(len(episodes))
-        replayed = await replay_recordings(runtime, finder, episodes, args.concurrency,
-                                           args.containers, on_episode=progress.episode_done)
-    output(args, episodes, replayed)
-    if any(r.counted for r in replayed.results):
-        return 0
-    print(f"no turn could be compared with its recording ({left_out_counts(replayed.results) or 'no turns'}): "
-          "see the reasons above", file=sys.stderr)
-    return 1
+    contexts: dict[str, ReplayContext] = {}
+    if args.context == INFERRED:
+        contexts = await asyncio.to_thread(infer_contexts, episodes, finder, data_dir)
+        print_contexts(contexts, to_stdout=args.json is not None and str(args.json) == "-")
+    runs = []
+    for _ in range(args.runs if any(e.turns for e in episodes) else 0):
+        # Each run ages the files from its own start: ages are the recording's, whenever it runs.
+        finder.contexts = {source: replace(c, anchor_ns=time.time_ns()).apply for source, c in contexts.items()}
+        await ensure_images(await asyncio.to_thread(images_of, finder, episodes), data_dir)
+        progress.step("starting the containers")
+        async with Runtime.open(data_dir=data_dir, reward_mode=args.reward) as runtime:
+            progress.replaying(len(episodes))
+            runs.append(await replay_recordings(runtime, finder, episodes, args.concurrency, args.containers,
+                                                on_episode=progress.episode_done))
+    runs = runs or [without_turns(episodes)]  # no turn to replay: no engine needed
+    output(args, episodes, runs)
+    return exit_status(episodes, runs)
+
+
+def exit_status(episodes: list[Episode], runs: list[Replayed]) -> int:
+    """0; 1 when no turn could be compared; LEFT_OUT when episodes were left out of the rates."""
+    results = [r for replayed in runs for r in replayed.results]
+    if not any(r.counted for r in results):
+        bad = len(runs[0].bad)
+        counts = [left_out_counts(runs[0].results), f"{bad} bad episode{'' if bad == 1 else 's'}" if bad else ""]
+        print(f"no turn could be compared with its recording ({'; '.join(c for c in counts if c) or 'no turns'}): "
+              "see the reasons above", file=sys.stderr)
+        return 1
+    left_out = left_out_episodes(episodes, runs[0])
+    if left_out:
+        print(f"{left_out} left out of the rates (bad, unavailable here, or broken under the replay): see above",
+              file=sys.stderr)
+        return LEFT_OUT
+    return 0
+
+
+def left_out_episodes(episodes: list[Episode], replayed: Replayed) -> str:
+    """How many episodes the replay left out, "" when none: "3 episodes"."""
+    unscored = {r.episode for r in replayed.results if r.ours is None}
+    count = len({e.key for e in episodes if e.key in replayed.bad or e.key in unscored})
+    return f"{count} episode{'' if count == 1 else 's'}" if count else ""
 
 
 class Progress:
@@ -100,7 +151,7 @@ class Progress:
             self._say(text)
 
     def replaying(self, total: int) -> None:
-        self.total = total
+        self.total, self.done = total, 0
         self.step(f"replaying {_count(total, 'episode')}")
 
     def episode_done(self) -> None:
@@ -124,9 +175,16 @@ def _count(n: int, what: str) -> str:
     return f"{n:,} {what}{'' if n == 1 else 's'}"
 
 
-def output(args: argparse.Namespace, episodes: list[Episode], replayed: Replayed) -> None:
-    """The report (with --table, the success table) on stdout, and --json; `--json -` puts the
-    JSON on stdout in their place."""
+def print_contexts(contexts: dict[str, ReplayContext], *, to_stdout: bool) -> None:
+    """Each NL2Bash file's inferred context with its evidence (on stderr when stdout is JSON)."""
+    for context in contexts.values():
+        print(f"context: {context.describe()}", file=sys.stderr if to_stdout else sys.stdout)
+
+
+def output(args: argparse.Namespace, episodes: list[Episode], runs: list[Replayed]) -> None:
+    """The report (with --table, the success table) of the first run on stdout, the spread between
+    runs when there are several, and --json; `--json -` puts the JSON on stdout in their place."""
+    replayed = runs[0]
     results, bad = replayed.results, list(replayed.bad.values())
     to_stdout = args.json is not None and str(args.json) == "-"
     original = sorted({Path(e.source).name for e in episodes if lifecycle(e, args.containers) == "original"})
@@ -136,13 +194,21 @@ def output(args: argparse.Namespace, episodes: list[Episode], replayed: Replayed
     if not args.table:
         if not to_stdout:
             report(results, args.mismatches, bad)
+            for number, other in enumerate(runs[1:], start=2):
+                print(f"run {number}: {agreement_line(other.results)}")
         if args.json:
             write_json(args.json, results)
         return
-    table = success_table(episodes, results, replayed.bad)
+    tables = [success_table(episodes, r.results, r.bad, args.table) for r in runs]
+    spread = spreads(tables)
     if not to_stdout:
         report_bad(bad, args.mismatches)
-        print_table(table, args.table)
+        print_table(tables[0], args.table)
+        if len(runs) > 1:
+            print_spread(spread)
         print(agreement_line(results))
     if args.json:
-        write_text(args.json, json.dumps(table_json(table), indent=1))
+        document = table_json(tables[0])
+        if len(runs) > 1:
+            document["runs"] = spread_json(spread)
+        write_text(args.json, json.dumps(document, indent=1))

@@ -9,15 +9,19 @@ ic_python, ic_ctf), `dataset` (the original's data path), `task_id`, `query` and
 file name and index when the query agrees, else by the query text among all tasks of that kind,
 so files of other runs and datasets work too.
 
-Everything is checked as it is read, because the files come from elsewhere: whatever is not a
-trajectory file is one ConfigError that names the file, and the episode and turn where one is at
-fault, never a traceback halfway through a replay. Tolerated: a reward of null (the turn is
-replayed but has nothing to be compared with), an episode without turns, any `task_id` (only a
-whole number is used, as an index) and any observation (only text is compared). Not tolerated:
-actions that are not text, rewards that are not numbers, and `actions`, `observations` and
-`rewards` of different lengths, which the original never wrote (it appended one of each per turn),
-but for one case: `eval_n_turn.py` logged a policy that raised as an action `blocked` and a
-reward 0, without an observation, and ended the episode.
+Everything is checked as it is read, because the files come from elsewhere. A file that is not a
+trajectory file is one ConfigError naming it, never a traceback halfway through a replay. A bad
+episode stops neither its file nor a table: it is read as far as it is sound and marked `bad` with
+one line saying why (`replay` lists it under "bad episodes" and leaves it out of the success
+rates). Such are an episode that is not an object or names no known environment (no turns), an
+action that is not text or a reward that is not a number (read up to that turn), and `actions`,
+`observations` and `rewards` of different lengths (read as far as they agree), which the original
+wrote only when its script went wrong: one Plan & Solve episode with an empty plan logged no
+action, no observation and a reward of 0. `eval_n_turn.py` logged a policy that raised as an
+action `blocked` and a reward 0, without an observation, and ended the episode: that is a turn.
+An episode whose lists are all empty has no turns, and is marked too. Tolerated: a reward of null
+(the turn is replayed but has nothing to be compared with), any `task_id` (only a whole number is
+used, as an index) and any observation (only text is compared).
 """
 
 from __future__ import annotations
@@ -25,7 +29,9 @@ from __future__ import annotations
 import difflib
 import json
 import math
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +70,16 @@ class Episode:
     format: str = N_TURN  # the script that wrote it: its rule parses and scores each turn
     strategy: str = "Try Again"  # the paper's name for the run (Single, Try Again, ReAct, ...)
     plan_steps: int | None = None  # Plan & Solve: the turns after this many are the refine round's
+    bad: str = ""  # why the episode is bad as read (read as far as it is sound); "" when it is not
+
+
+class BadEpisode(Exception):
+    """An episode that no script of the original wrote as it is: `turns` are those read soundly
+    before the fault, and the message says why (without the file and episode, which the caller names)."""
+
+    def __init__(self, reason: str, turns: list[RecordedTurn] | None = None) -> None:
+        super().__init__(reason)
+        self.turns = turns or []
 
 
 def read_episodes(path: Path) -> list[Episode]:
@@ -77,10 +93,20 @@ def read_episodes(path: Path) -> list[Episode]:
 
 
 def history_episodes(path: Path, raw: dict[str, Any], fmt: str) -> list[Episode]:
-    """The episodes of a JSON object keyed by episode, each with a `turn_history`, as `fmt` wrote them."""
+    """The episodes of a JSON object keyed by episode, each with a `turn_history`, as `fmt` wrote
+    them; a bad one is marked, and given the kind of the file's other episodes when it names none."""
     if not raw:
         raise ConfigError(f"{file_label(path)} has no episodes")
-    return [history_episode(path, key, value, fmt) for key, value in raw.items()]
+    return with_file_kind([history_episode(path, key, value, fmt) for key, value in raw.items()])
+
+
+def with_file_kind(episodes: list[Episode]) -> list[Episode]:
+    """Bad episodes without a kind of their own take the file's most common one (for the table's row)."""
+    kinds = Counter(e.kind for e in episodes if e.kind)
+    if not kinds or all(e.kind for e in episodes):
+        return episodes
+    common = kinds.most_common(1)[0][0]
+    return [e if e.kind else replace(e, kind=common) for e in episodes]
 
 
 def shown(value: object, limit: int = 100) -> str:
@@ -128,70 +154,100 @@ def _parse(path: Path, data: bytes) -> Any:
 
 
 def history_episode(path: Path, key: str, value: object, fmt: str = N_TURN) -> Episode:
-    where = f"{file_label(path)}: episode {shown(key)}"
+    """One episode of a file keyed by episode; a bad one is marked with why, and keeps the turns
+    read soundly before the fault."""
+    try:
+        return _history_episode(path, key, value, fmt)
+    except BadEpisode as exc:
+        fields = value if isinstance(value, dict) else {}
+        return Episode(key, _kind_or_blank(fields.get("environment")), _text_or_blank(fields.get("dataset")),
+                       fields.get("task_id"), _text_or_blank(fields.get("query")), exc.turns, str(path),
+                       format=fmt, bad=str(exc))
+
+
+def _history_episode(path: Path, key: str, value: object, fmt: str) -> Episode:
     if not isinstance(value, dict):
-        raise ConfigError(f"{where} is not an object but {json_type(value)}")
-    kind = kind_named(where, value.get("environment"))
+        raise BadEpisode(f"not an object but {json_type(value)}")
+    kind = kind_named(value.get("environment"))
     history = value.get("turn_history")
     if not isinstance(history, dict):
-        raise ConfigError(f"{where}: turn_history is {json_value(history)}; expected an object with "
-                          f"{', '.join(COLUMNS)}")
-    return Episode(key, kind, text_field(where, value, "dataset"), value.get("task_id"),
-                   text_field(where, value, "query"), _turns(where, history, fmt), str(path),
-                   str(value.get("harness", "")), fmt)
+        raise BadEpisode(f"turn_history is {json_value(history)}; expected an object with {', '.join(COLUMNS)}")
+    dataset, query = text_field(value, "dataset"), text_field(value, "query")
+    turns = _turns(history, fmt)
+    return Episode(key, kind, dataset, value.get("task_id"), query, turns, str(path), str(value.get("harness", "")),
+                   fmt)
 
 
-def kind_named(where: str, environment: object) -> str:
-    """Our kind of the original's environment name ("ic_sql" -> "sql"); one ConfigError line if unknown."""
+def _kind_or_blank(environment: object) -> str:
+    spec = kind_of_export(environment) if isinstance(environment, str) else None
+    return spec.name if spec is not None else ""
+
+
+def _text_or_blank(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def kind_named(environment: object) -> str:
+    """Our kind of the original's environment name ("ic_sql" -> "sql"); BadEpisode if unknown."""
     spec = kind_of_export(environment) if isinstance(environment, str) else None
     if spec is None:
         known = ", ".join(spec.export_name for spec in all_kinds())
-        raise ConfigError(f"{where}: environment is {json_value(environment)}; expected one of {known}")
+        raise BadEpisode(f"environment is {json_value(environment)}; expected one of {known}")
     return spec.name
 
 
-def text_field(where: str, value: dict[str, Any], name: str) -> str:
+def text_field(value: dict[str, Any], name: str) -> str:
     text = value.get(name)
     if text is None:
         return ""
     if not isinstance(text, str):
-        raise ConfigError(f"{where}: {name} is {json_type(text)}, not text")
+        raise BadEpisode(f"{name} is {json_type(text)}, not text")
     return text
 
 
-def _turns(where: str, history: dict[str, Any], fmt: str) -> list[RecordedTurn]:
+def _turns(history: dict[str, Any], fmt: str) -> list[RecordedTurn]:
     columns = [history.get(name) for name in COLUMNS]
     for name, column in zip(COLUMNS, columns):
         if not isinstance(column, list):
-            raise ConfigError(f"{where}: turn_history.{name} is {json_value(column)}; expected a list, one entry "
-                              "per turn")
+            raise BadEpisode(f"turn_history.{name} is {json_value(column)}; expected a list, one entry per turn")
     actions, observations, rewards = columns
     if fmt == N_TURN and actions[-1:] == [BLOCKED] and len(actions) == len(rewards) == len(observations) + 1:
         columns[1] = observations + [None]  # the policy raised: logged without an observation
     if fmt == CTF:  # eval_ctf.py stepped the first action of a list, and logged the list
-        columns[0] = [_first(f"{where}, turn {n}", a) for n, a in enumerate(actions, start=1)]
+        columns[0] = _firsts(actions)
+    turns = _read_turns(columns)
     if len({len(column) for column in columns}) > 1:
         counts = ", ".join(f"{len(column)} {name}" for name, column in zip(COLUMNS, columns))
-        raise ConfigError(f"{where}: the lists of turn_history differ in length ({counts}); expected one of each "
-                          "per turn")
-    return [_turn(f"{where}, turn {n}", *entry) for n, entry in enumerate(zip(*columns), start=1)]
+        raise BadEpisode(f"the lists of turn_history differ in length ({counts}); read as far as they agree: "
+                         f"{_count(len(turns), 'turn')}", turns)
+    if not turns:
+        raise BadEpisode("no turns: the lists of turn_history are all empty")
+    return turns
 
 
-def _first(where: str, action: object) -> object:
-    if isinstance(action, list):
-        if not action:
-            raise ConfigError(f"{where}: the action is an empty array")
-        return action[0]
-    return action
+def _firsts(actions: list[Any]) -> list[Any]:
+    """The first action of each list the policy returned (an empty one stays, and is not text)."""
+    return [action[0] if isinstance(action, list) and action else action for action in actions]
 
 
-def _turn(where: str, action: object, observation: object, reward: object) -> RecordedTurn:
-    if not isinstance(action, str):
-        raise ConfigError(f"{where}: the action is {json_type(action)}, not text")
-    return RecordedTurn(action, observation, reward_value(where, reward))
+def _read_turns(columns: list[list[Any]]) -> list[RecordedTurn]:
+    """The turns of the columns, as far as they agree in length and up to the first unsound one."""
+    turns: list[RecordedTurn] = []
+    for n, (action, observation, reward) in enumerate(zip(*columns), start=1):
+        if not isinstance(action, str):
+            raise BadEpisode(f"turn {n}: the action is {json_type(action)}, not text", turns)
+        try:
+            turns.append(RecordedTurn(action, observation, reward_value(reward)))
+        except BadEpisode as exc:
+            raise BadEpisode(f"turn {n}: {exc}", turns) from None
+    return turns
 
 
-def reward_value(where: str, reward: object) -> float | None:
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def reward_value(reward: object) -> float | None:
     if reward is None:
         return None  # not recorded: the turn is replayed, and has nothing to be compared with
     if isinstance(reward, (int, float)) and not isinstance(reward, bool):
@@ -201,7 +257,7 @@ def reward_value(where: str, reward: object) -> float | None:
             value = math.inf
         if math.isfinite(value):
             return value
-    raise ConfigError(f"{where}: the reward is {json_value(reward)}; expected a number or null")
+    raise BadEpisode(f"the reward is {json_value(reward)}; expected a number or null")
 
 
 def json_type(value: object) -> str:
@@ -226,6 +282,8 @@ class TaskFinder:
     def __init__(self, data_dir: Path | None) -> None:
         self.data_dir = data_dir
         self._loaded: dict[str, list[Task]] = {}
+        # Per file (`Episode.source`): the task as the recording ran it (its replay context).
+        self.contexts: dict[str, Callable[[Task], Task]] = {}
 
     def tasks(self, dataset: str) -> list[Task]:
         if dataset not in self._loaded:
@@ -236,6 +294,13 @@ class TaskFinder:
         return self._loaded[dataset]
 
     def find(self, episode: Episode) -> Task | None:
+        """The episode's task, in its file's replay context when one was set."""
+        task = self.find_task(episode)
+        in_context = self.contexts.get(episode.source)
+        return in_context(task) if task is not None and in_context is not None else task
+
+    def find_task(self, episode: Episode) -> Task | None:
+        """The episode's task, as its dataset has it."""
         named = FILES.get(Path(episode.dataset_path).name)
         if named and DATASETS[named].env != episode.kind:  # a dataset of another kind: ignored
             named = None
