@@ -97,4 +97,15 @@ CREATE TABLE IF NOT EXISTS llm_calls (
     PRIMARY KEY (episode_id, idx)
 );
 
+-- An episode's transcript: every message its model calls sent, the tools they offered and each
+-- answer with what else the provider sent (orchestrator/store/transcript.py: each distinct message
+-- once, a call as runs of message numbers; the body is zlib-compressed JSON of that `format`).
+-- Stores written before it, or by a sweep with `transcripts = false`, have no row.
+CREATE TABLE IF NOT EXISTS transcripts (
+    episode_id INTEGER PRIMARY KEY REFERENCES episodes(id) ON DELETE CASCADE,
+    format     INTEGER NOT NULL,
+    calls      INTEGER NOT NULL,          -- model calls in it
+    body       BLOB NOT NULL
+);
+
 CREATE INDEX IF NOT EXISTS episodes_by_cell ON episodes (model, strategy, task_set);
