@@ -109,3 +109,7 @@ CREATE TABLE IF NOT EXISTS transcripts (
 );
 
 CREATE INDEX IF NOT EXISTS episodes_by_cell ON episodes (model, strategy, task_set);
+-- One task in every cell and epoch (the viewer's task page).
+CREATE INDEX IF NOT EXISTS episodes_by_task ON episodes (task_id);
+-- The rewards of every turn without their texts (the viewer's charts read them all).
+CREATE INDEX IF NOT EXISTS turns_rewards ON turns (episode_id, idx, reward);

@@ -39,54 +39,66 @@ class CellCharts:
 
 
 def cell_charts(db: sqlite3.Connection) -> CellCharts:
+    """Every chart's numbers in one pass over the turns' rewards (a covering index: no text is read)
+    and one over the calls' latencies, each row placed in its cell by its episode."""
     charts = CellCharts()
-    latencies = _latencies(db)
+    cell_of: dict[int, Cell] = {}
+    for eid, *cell in db.execute(f"SELECT id, model, strategy, task_set FROM episodes e WHERE {COMPLETE}"):
+        cell_of[eid] = (cell[0], cell[1], cell[2])
+    best_by_turn, ended, solved_at = _turn_pass(db, cell_of)
+    latencies = _latencies(db, cell_of)
     for *cell, n, tokens, cost, priced in db.execute(
             f"SELECT model, strategy, task_set, count(*), avg(prompt_tokens + completion_tokens), sum(cost_usd), "
             f"count(cost_usd) FROM episodes e WHERE {COMPLETE} GROUP BY 1, 2, 3"):
-        p50, p95 = latencies.get(tuple(cell), (None, None))
-        charts.cells[tuple(cell)] = CellNumbers(n, tokens or 0.0, cost if priced else None, p50, p95)
-    charts.reward_by_turn = _reward_by_turn(db, {c: v.episodes for c, v in charts.cells.items()})
-    for *cell, turn, count in db.execute(
-            "SELECT model, strategy, task_set, first, count(*) FROM (SELECT e.model, e.strategy, e.task_set, "
-            f"min(t.idx) + 1 AS first FROM turns t JOIN episodes e ON e.id = t.episode_id WHERE e.success = 1 "
-            "AND t.reward = 1 GROUP BY t.episode_id) GROUP BY 1, 2, 3, 4"):
-        charts.solved_at.setdefault(tuple(cell), {})[turn] = count
+        key: Cell = (cell[0], cell[1], cell[2])
+        p50, p95 = latencies.get(key, (None, None))
+        charts.cells[key] = CellNumbers(n, tokens or 0.0, cost if priced else None, p50, p95)
+        # an episode that stopped before turn t keeps its best (its last running best) from then on
+        reached, stopped = best_by_turn.get(key, {}), ended.get(key, {})
+        curve, carried = [], 0.0
+        for t in range(1, max(reached, default=0) + 1):
+            carried += stopped.get(t - 1, 0.0)
+            curve.append((reached.get(t, 0.0) + carried) / n)
+        charts.reward_by_turn[key] = curve
+        charts.solved_at[key] = solved_at.get(key, {})
     return charts
 
 
-def _latencies(db: sqlite3.Connection) -> dict[Cell, tuple[float, float]]:
+def _turn_pass(db: sqlite3.Connection, cell_of: dict[int, Cell]) -> tuple[dict[Cell, dict[int, float]], ...]:
+    """Per cell: the sum over episodes of the best reward within the first t turns, for the turns
+    reached; the best of the episodes that stopped after t turns; the turn each solved one was solved at."""
+    reached: dict[Cell, dict[int, float]] = defaultdict(lambda: defaultdict(float))
+    ended: dict[Cell, dict[int, float]] = defaultdict(lambda: defaultdict(float))
+    solved: dict[Cell, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    last, cell, best, turns, done = -1, None, 0.0, 0, False
+    for eid, idx, reward in db.execute("SELECT episode_id, idx, reward FROM turns ORDER BY episode_id, idx"):
+        if eid != last:
+            if cell is not None:
+                ended[cell][turns] += best
+            last, cell, best, done = eid, cell_of.get(eid), 0.0, False
+        if cell is None:
+            continue
+        best, turns = max(best, reward), idx + 1
+        reached[cell][turns] += best
+        if reward == 1 and not done:
+            solved[cell][turns] += 1
+            done = True
+    if cell is not None:
+        ended[cell][turns] += best
+    return reached, ended, solved  # type: ignore[return-value]
+
+
+def _latencies(db: sqlite3.Connection, cell_of: dict[int, Cell]) -> dict[Cell, tuple[float, float]]:
     by_cell: dict[Cell, list[float]] = defaultdict(list)
-    for model, strategy, task_set, latency in db.execute(
-            "SELECT e.model, e.strategy, e.task_set, c.latency_s FROM llm_calls c JOIN episodes e "
-            f"ON e.id = c.episode_id WHERE {COMPLETE}"):
-        by_cell[(model, strategy, task_set)].append(latency)
+    for eid, latency in db.execute("SELECT episode_id, latency_s FROM llm_calls"):
+        cell = cell_of.get(eid)
+        if cell is not None:
+            by_cell[cell].append(latency)
     found = {}
     for cell, values in by_cell.items():
         values.sort()
         found[cell] = (values[len(values) // 2], values[min(len(values) - 1, int(0.95 * len(values)))])
     return found
-
-
-def _reward_by_turn(db: sqlite3.Connection, episodes: dict[Cell, int]) -> dict[Cell, list[float]]:
-    """Mean over a cell's episodes of the best reward within the first t turns (an episode that
-    ended earlier keeps its best): the turns reached, then the episodes that stopped before."""
-    reached: dict[Cell, dict[int, float]] = defaultdict(dict)
-    for *cell, turn, total in db.execute(
-            "SELECT e.model, e.strategy, e.task_set, b.idx + 1, sum(b.best) FROM (SELECT episode_id, idx, "
-            "max(reward) OVER (PARTITION BY episode_id ORDER BY idx) AS best FROM turns) b "
-            f"JOIN episodes e ON e.id = b.episode_id WHERE {COMPLETE} GROUP BY 1, 2, 3, 4"):
-        reached[tuple(cell)][turn] = total
-    ended: dict[Cell, dict[int, float]] = defaultdict(dict)
-    for *cell, turns, total in db.execute(
-            f"SELECT model, strategy, task_set, n_turns, sum(reward) FROM episodes e WHERE {COMPLETE} GROUP BY 1, 2, 3, 4"):
-        ended[tuple(cell)][turns] = total
-    curves = {}
-    for cell, count in episodes.items():
-        last = max(reached[cell], default=0)
-        curves[cell] = [(reached[cell].get(t, 0.0) + sum(v for n, v in ended[cell].items() if n < t)) / count
-                        for t in range(1, last + 1)]
-    return curves
 
 
 def name(cell: Cell) -> str:

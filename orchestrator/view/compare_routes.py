@@ -23,7 +23,7 @@ from orchestrator.view import compare_pages
 from orchestrator.view.answers import SOURCES, download, episode_id, html, query_cell, source_of
 from orchestrator.view.detail import episode_detail
 from orchestrator.view.lists import FORMATS
-from orchestrator.view.pairs import Pair, all_pairs, flipped_around, pair_page
+from orchestrator.view.pairs import Pair, Pairs, all_pairs, flipped_around, pair_page
 from orchestrator.view.queries import MAX_PAGE, whole_number
 from orchestrator.view.source import Source, running, token_text
 
@@ -32,7 +32,7 @@ from orchestrator.view.source import Source, running, token_text
 class Compared:
     tokens: str  # both stores' change tokens when it was computed
     comparison: Comparison
-    pairs: list[Pair]
+    pairs: Pairs
 
 
 COMPARED = web.AppKey("compared", dict[tuple[int, int], Compared])
@@ -61,7 +61,7 @@ async def _compared(request: web.Request, a: Source, b: Source) -> Compared:
     cached = request.app[COMPARED].get(key)
     if cached is None or cached.tokens != both:
         result = await asyncio.to_thread(_compare, first.results, second.results)  # bootstraps: off the loop
-        pairs = await a.call(lambda db: all_pairs(db, b.path))
+        pairs = Pairs(await a.call(lambda db: all_pairs(db, b.path)))
         request.app[COMPARED][key] = cached = Compared(both, result, pairs)
     return cached
 
@@ -90,8 +90,8 @@ async def comparison(request: web.Request) -> web.StreamResponse:
                 running=live)
 
 
-def _download(pairs: list[Pair], cell: tuple[str, str, str], flipped_only: bool, fmt: str) -> web.Response:
-    rows = [asdict(p) | {"change": p.change} for p in pairs if p.in_cell(cell) and (p.flipped or not flipped_only)]
+def _download(pairs: Pairs, cell: tuple[str, str, str], flipped_only: bool, fmt: str) -> web.Response:
+    rows = [asdict(p) | {"change": p.change} for p in pairs.of(cell) if p.flipped or not flipped_only]
     if fmt == "json":
         return download(json.dumps(rows, indent=1), "application/json", "pairs.json")
     out = io.StringIO()

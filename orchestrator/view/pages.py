@@ -37,11 +37,14 @@ def overview(source: Source, now: Overview) -> str:
              f"episodes stored{esc(cut_text(view.cut_by_budget))} · overall success {pct(view.overall_success)} · "
              f"{run_text} · {link(f'/s/{source.index}/episodes', 'all episodes')}</p>",
              "<h2>Progress per cell</h2>", _progress_table(source, progress)]
-    if not now.current:
+    if now.snapshot.token != now.token:
         parts.append(f'<p class="warn" id="behind">The statistics below are of {len(results.episodes)} '
                      "episodes: those stored since are being added (a page that is open updates itself).</p>")
     if view.summaries:
-        parts += _report(source, view) + _charts(now.snapshot.charts, view)
+        charts = now.snapshot.charts
+        parts += _report(source, view) + (_charts(charts, view) if charts is not None else [
+            '<p class="muted" id="charts-pending">The charts are being drawn from every turn and LLM call; '
+            "this page shows them when they are ready.</p>"])
     return "\n".join(parts)
 
 

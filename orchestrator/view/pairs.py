@@ -81,22 +81,37 @@ def all_pairs(db: sqlite3.Connection, other: Path) -> list[Pair]:
     return [Pair(*r[:11], bool(r[11]), bool(r[12])) for r in rows]
 
 
-def pair_page(pairs: list[Pair], cell: tuple[str, str, str], page: int, flipped_only: bool) -> PairPage:
+class Pairs:
+    """Every pair of two stores in the list's order, with each cell's pairs apart (a page of one
+    cell, or a pair's neighbours in it, is then no pass over every pair)."""
+
+    def __init__(self, pairs: list[Pair]) -> None:
+        self.all = pairs
+        self.by_cell: dict[tuple[str, str, str], list[Pair]] = {}
+        for pair in pairs:
+            self.by_cell.setdefault((pair.model, pair.strategy, pair.task_set), []).append(pair)
+
+    def of(self, cell: tuple[str, str, str]) -> list[Pair]:
+        """The pairs of `cell` (an empty part: any), in the list's order."""
+        if all(cell):
+            return self.by_cell.get(cell, [])
+        return self.all if not any(cell) else [p for p in self.all if p.in_cell(cell)]
+
+
+def pair_page(pairs: Pairs, cell: tuple[str, str, str], page: int, flipped_only: bool) -> PairPage:
     """Page `page` (from 1) of the pairs of `cell` (empty parts: any), flipped first."""
-    mine = [p for p in pairs if p.in_cell(cell)]
+    mine = pairs.of(cell)
     flipped = sum(p.flipped for p in mine)
     shown = [p for p in mine if p.flipped] if flipped_only else mine
     start = (page - 1) * PAGE_SIZE
     return PairPage(shown[start:start + PAGE_SIZE], len(shown), flipped)
 
 
-def flipped_around(pairs: list[Pair], cell: tuple[str, str, str], a_id: int, b_id: int) -> tuple[Pair | None, Pair | None]:
-    """The flipped pairs of `cell` before and after the pair (a_id, b_id) in the list's order."""
-    flipped = [p for p in pairs if p.flipped and p.in_cell(cell)]
-    order = [p for p in pairs if p.in_cell(cell)]
-    here = next((i for i, p in enumerate(order) if (p.a_id, p.b_id) == (a_id, b_id)), None)
-    if here is None:
-        return None, (flipped[0] if flipped else None)
-    before = [p for p in order[:here] if p.flipped]
-    after = [p for p in order[here + 1:] if p.flipped]
-    return (before[-1] if before else None), (after[0] if after else None)
+def flipped_around(pairs: Pairs, cell: tuple[str, str, str], a_id: int, b_id: int) -> tuple[Pair | None, Pair | None]:
+    """The flipped pairs of `cell` before and after the pair (a_id, b_id) in the list's order (the
+    first flipped one after nothing, when the pair is not in the list)."""
+    order = pairs.of(cell)
+    here = next((i for i, p in enumerate(order) if p.a_id == a_id and p.b_id == b_id), -1)
+    before = next((p for p in reversed(order[:here]) if p.flipped), None) if here > 0 else None
+    after = next((p for p in order[here + 1:] if p.flipped), None)
+    return before, after

@@ -13,8 +13,8 @@ the tokens only, the texts stay in results.db, and the few that a page shows are
 store (an infrastructure failure run again is stored under a new id) drops out of every result.
 
 Kept current: built in the background when the viewer opens the store, a chunk of episodes per
-transaction; then before each search the episodes stored since (ids above the last one indexed:
-the store's ids only grow) are added. A store made anew in the same place (its first run differs),
+transaction (searches meanwhile look in the tasks only, and say so); then before each search the
+episodes stored since (ids above the last one indexed: the store's ids only grow) are added. A store made anew in the same place (its first run differs),
 or whose newest indexed episode was replaced under the same id, is indexed from scratch.
 """
 
@@ -38,6 +38,7 @@ from foundation.settings import cache_dir
 from orchestrator.store import reader
 
 CHUNK = 5000  # episodes per transaction while building: the store's snapshot is never held long
+BUILD_WAIT_S = 1.0  # a search while the index is built waits this long for it before looking in the tasks only
 VERSION = "1"
 FIELDS = ("task", "outputs", "actions", "observations")
 TABLE = (f"CREATE VIRTUAL TABLE IF NOT EXISTS episode_text USING fts5({', '.join(FIELDS)}, content='', "
@@ -82,7 +83,7 @@ def words(text: str) -> list[str]:
 class Coverage:
     indexed: int  # the newest episode id the index holds
     newest: int  # the store's newest
-    readable: bool  # whether the index can be searched yet (its tables are made)
+    started: bool  # whether the build has begun
 
 
 class TextIndex:
@@ -94,6 +95,7 @@ class TextIndex:
         self.store = store
         self.path = cache_dir() / "view-index" / f"{digest}.db"
         self._lock = threading.Lock()  # one writer in this process (others: SQLite's lock)
+        self.progress = Coverage(0, 0, False)  # as of the last chunk this process indexed
 
     def update(self, stop: threading.Event | None = None) -> None:
         """Index every episode stored since the last update (all of them the first time); `stop`
@@ -110,6 +112,7 @@ class TextIndex:
                     _set(db, stamp=stamp, version=VERSION, indexed="0")
                 indexed = 0
             (newest,) = db.execute("SELECT coalesce(max(id), 0) FROM store.episodes").fetchone()
+            self.progress = Coverage(indexed, newest, True)
             while indexed < newest and not (stop is not None and stop.is_set()):
                 top = min(indexed + CHUNK, newest)
                 with db:
@@ -118,20 +121,8 @@ class TextIndex:
                                              (top,)).fetchone()
                     _set(db, indexed=str(top), last_finished=repr(finished))
                 indexed = top
-
-    def coverage(self) -> Coverage:
-        """How far the index reaches, against the store's newest episode."""
-        with closing(reader.connect(self.store)) as store:
-            (newest,) = store.execute("SELECT coalesce(max(id), 0) FROM episodes").fetchone()
-        if not self.path.is_file():
-            return Coverage(0, newest, False)
-        try:
-            with closing(sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)) as db:
-                row = db.execute("SELECT value FROM meta WHERE key = 'indexed'").fetchone()
-                db.execute("SELECT 1 FROM episode_text LIMIT 1").fetchall()
-        except sqlite3.OperationalError:  # being made this moment
-            return Coverage(0, newest, False)
-        return Coverage(int(row[0]) if row else 0, newest, True)
+                self.progress = Coverage(indexed, newest, True)
+            db.execute("PRAGMA main.wal_checkpoint(TRUNCATE)")  # the index's log, given back (never the store's)
 
     def attach(self, db: sqlite3.Connection) -> None:
         db.execute("ATTACH DATABASE ? AS idx", (f"{self.path.resolve().as_uri()}?mode=ro",))
@@ -140,7 +131,8 @@ class TextIndex:
     def _writer(self) -> Iterator[sqlite3.Connection]:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with closing(sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)) as db:
-            db.execute("PRAGMA journal_mode=WAL")  # searches read while a chunk is written
+            db.execute("PRAGMA main.journal_mode=WAL")  # a search reads while the episodes stored since are added
+            db.execute("PRAGMA main.journal_size_limit = 67108864")
             db.executescript(SCHEMA)
             db.isolation_level = ""  # `with db:` is a transaction from here on
             db.execute("ATTACH DATABASE ? AS store", (reader.read_uri(self.store),))
@@ -193,14 +185,18 @@ class IndexKeeper:
                 log.warning("view_index_failed", store=str(self.index.store), error=str(exc))
 
     async def current(self) -> tuple[bool, str]:
-        """(whether searches use the index, a note for the page: "" when it covers the whole store)."""
+        """(whether searches use the index, a note for the page: "" when it covers the whole store).
+        While the first build runs, nothing reads the index (so its log can be checkpointed as it
+        grows): words are looked for in the tasks, and the page says how far the build is."""
         if self._build is None:
             self.start()
         assert self._build is not None
         if not self._build.done():
-            covered = await asyncio.to_thread(self.index.coverage)
-            return covered.readable, (f"the full-text index is being built: {covered.indexed:,} of {covered.newest:,} "
-                                      "episodes so far, searched as far as it goes")
+            await asyncio.wait({self._build}, timeout=BUILD_WAIT_S)  # a small store's is done by then
+        if not self._build.done():
+            done = self.index.progress
+            return False, (f"the full-text index is being built ({done.indexed:,} of {done.newest:,} episodes so far): "
+                           "until it is done, words are looked for in the tasks' ids and queries only")
         if not self.failure:
             await self._update()
         if self.failure:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -44,7 +44,8 @@ class Snapshot:
     token: tuple[Any, ...]
     results: Results
     view: ReportView
-    charts: CellCharts
+    charts: CellCharts | None = None  # drawn after the view, from every turn and call (None: not yet)
+    charts_token: tuple[Any, ...] | None = None  # the store's state they are of
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ class Overview:
 
     @property
     def current(self) -> bool:
-        return self.snapshot.token == self.token
+        return self.snapshot.token == self.token == self.snapshot.charts_token
 
 
 @dataclass
@@ -78,6 +79,7 @@ class Source:
     label: str = ""  # the sweep's name, with its directory where another open store has the same name
     _snapshot: Snapshot | None = None
     _refresh: asyncio.Task[Snapshot] | None = None
+    _drawing: asyncio.Task[None] | None = None  # the charts of the latest view
     _progress: tuple[tuple[Any, ...], list[CellProgress]] | None = field(default=None, repr=False)
     _planned: PlannedEpisodes | None = field(default=None, repr=False)
     _tasks: TaskOwner = field(default_factory=lambda: TaskOwner("view"), repr=False)  # the refresh, the index
@@ -175,8 +177,23 @@ class Source:
     async def _compute(self, token: tuple[Any, ...]) -> Snapshot:
         results = await asyncio.to_thread(load_results, self.outdir)
         view = await asyncio.to_thread(build_view, results)
-        self._snapshot = Snapshot(token, results, view, await self.call(cell_charts))
+        last = self._snapshot
+        self._snapshot = Snapshot(token, results, view, last.charts if last else None, last.charts_token if last else None)
+        self._draw()
         return self._snapshot
+
+    def _draw(self) -> None:
+        """The charts read every turn and call (seconds at 100,000 episodes): drawn in a task of their
+        own after the view, so no page waits for them; the last ones are shown meanwhile."""
+        if self._drawing is not None and not self._drawing.done():
+            return
+        self._drawing = self._tasks.spawn(self._charts(), name="charts")
+
+    async def _charts(self) -> None:
+        while self._snapshot is not None and self._snapshot.charts_token != self._snapshot.token:
+            token = self._snapshot.token
+            charts = await self.call(cell_charts)
+            self._snapshot = replace(self._snapshot, charts=charts, charts_token=token)
 
     async def _progress_at(self, token: tuple[Any, ...]) -> list[CellProgress]:
         if self._progress is None or self._progress[0] != token:
