@@ -48,21 +48,22 @@ def episode_record(task: int, *, solved: bool) -> EpisodeRecord:
 
 def dialogue_record(task: int, rewards: list[float], *, model: str = "openai/sim", strategy: str = "try_again",
                     task_set: str = "starter-bash", status: str = "max_turns", epoch: int = 0,
-                    words: str = "") -> EpisodeRecord:
+                    words: str = "", flags: str = "") -> EpisodeRecord:
     """A Try Again episode as the sweep stores it with its transcript: the strategy's own prompts
     and window, one LLM call per turn, each turn's observation (with `words` in the last one) and
-    the Bash reward's breakdown."""
+    the Bash reward's breakdown; `flags` go into each `ls` (and show a hidden file)."""
     system = prompt("system", "bash", reward_note=", with a reward between 0 and 1")
     query = f"Count the files under /starter/data{task} <b>"
     talk = Dialogue([{"role": "system", "content": system},
                      {"role": "user", "content": prompt("query", "bash", query=query)}], 2)
     transcript, turns, calls = Transcript(), [], []
     for k, reward in enumerate(rewards):
-        action = f"ls /starter/data{task} | head -{k + 1}"
+        action = f"ls {flags}/starter/data{task} | head -{k + 1}"
         output = f"Thought {k + 1}: look first.\n```bash\n{action}\n```"
         transcript.record(talk.window(), {"role": "assistant", "content": output}, None, {"finish_reason": "stop"})
         talk.add("assistant", output)
-        seen = f"file{k}.txt\nnotes{task}.md" + (f"\n{words}" if words and k == len(rewards) - 1 else "")
+        seen = f"file{k}.txt\n{'.hidden' + chr(10) if flags else ''}notes{task}.md" + (
+            f"\n{words}" if words and k == len(rewards) - 1 else "")
         turns.append(TurnRecord(output, action, seen, reward, k % 3 != 2,
                                 {"file_changes": 0.33, "file_contents": round(reward / 3, 2), "output_similarity": 0.1}))
         calls.append(LLMCall(model, f"{model}-0613", 300 + 40 * k, 25, 0.2 + k / 10, 1, 0.0004))

@@ -107,6 +107,11 @@ class Browser:
     async def click(self, selector: str) -> None:
         """A real left click at the middle of the element, then wait for the page it opens."""
         before = await self.evaluate("location.href")
+        await self.click_only(selector)
+        await self.wait_for(f"location.href !== {json.dumps(before)} && document.readyState === 'complete'")
+
+    async def click_only(self, selector: str) -> None:
+        """A real left click at the middle of the element (which opens no page: a header, a box)."""
         x, y = await self.wait_for(f"""(() => {{
             const el = document.querySelector({json.dumps(selector)});
             if (!el) return null;
@@ -116,7 +121,6 @@ class Browser:
         }})()""")
         for kind in ("mousePressed", "mouseReleased"):
             await self.send("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
-        await self.wait_for(f"location.href !== {json.dumps(before)} && document.readyState === 'complete'")
 
     async def text(self, selector: str) -> str:
         return await self.evaluate(f"document.querySelector({json.dumps(selector)})?.textContent ?? ''")

@@ -109,7 +109,13 @@ CREATE TABLE IF NOT EXISTS transcripts (
 );
 
 CREATE INDEX IF NOT EXISTS episodes_by_cell ON episodes (model, strategy, task_set);
--- One task in every cell and epoch (the viewer's task page).
-CREATE INDEX IF NOT EXISTS episodes_by_task ON episodes (task_id);
+-- The viewer's orders of a whole store, each read forwards or backwards (view/queries.py SORTS),
+-- and one task in every cell and epoch (its task page).
+CREATE INDEX IF NOT EXISTS episodes_by_task ON episodes (task_id, epoch);
+CREATE INDEX IF NOT EXISTS episodes_by_reward ON episodes (reward DESC, id);
+CREATE INDEX IF NOT EXISTS episodes_by_turns ON episodes (n_turns DESC, id);
+CREATE INDEX IF NOT EXISTS episodes_by_status ON episodes (status, id);
+CREATE INDEX IF NOT EXISTS episodes_by_tokens ON episodes ((prompt_tokens + completion_tokens) DESC, id);
+CREATE INDEX IF NOT EXISTS episodes_by_cost ON episodes (coalesce(cost_usd, -1) DESC, id);
 -- The rewards of every turn without their texts (the viewer's charts read them all).
 CREATE INDEX IF NOT EXISTS turns_rewards ON turns (episode_id, idx, reward);

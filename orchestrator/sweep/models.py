@@ -16,12 +16,12 @@ import os
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import structlog
 from pydantic import SecretStr
 
-from agents.base import AnswerStyle, Message, Model, ToolAnswer, ToolMessage
+from agents.base import AnswerStyle, Message, Model, ToolAnswer, ToolMessage, ToolModel
 from agents.llm import Budget, Completion, LLMClient, ModelError, ModelSpec
 from agents.llm.server import ScriptedLLMServer, ScriptedToolCall, ServerConfig
 from agents.llm.transport import transport
@@ -120,7 +120,7 @@ class TranscribedToolModel(TranscribedModel):
 
     async def complete_tools(self, messages: Sequence[ToolMessage], tools: Sequence[dict[str, Any]], *,
                              task: Task, turn: int) -> ToolAnswer:
-        answer = await self.model.complete_tools(messages, tools, task=task, turn=turn)  # type: ignore[attr-defined]
+        answer = await cast(ToolModel, self.model).complete_tools(messages, tools, task=task, turn=turn)
         self.transcript.record(messages, assistant_message(answer), tools)
         return answer
 

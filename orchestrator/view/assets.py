@@ -34,7 +34,7 @@ pre { background: #f7f7f7; border: 1px solid #e2e2e2; padding: .5em; white-space
 .small { font-size: .85em; } .when { white-space: normal; }
 .turn { border-left: 3px solid #0072B2; padding-left: .8em; margin: .6em 0; }
 .message { border: 1px solid #ddd; border-radius: 4px; padding: .3em .6em; margin: .5em 0; background: #fff; }
-.message .role { font-size: .8em; text-transform: uppercase; letter-spacing: .04em; color: #555; font-weight: 600; }
+.message .role { font-size: .8em; color: #555; font-weight: 600; }
 .message.system { background: #f4f4f4; } .message.user { background: #f3f8fd; } .message.tool { background: #f4fbf4; }
 .message.assistant { background: #fffaf0; border-color: #e7cf9c; }
 .call { border-top: 1px solid #eee; padding-top: .3em; }
@@ -43,7 +43,7 @@ pre { background: #f7f7f7; border: 1px solid #e2e2e2; padding: .5em; white-space
 .exchange > div { min-width: 0; }
 .pair { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 1em; } .pair > div { min-width: 0; }
 .aligned { display: grid; grid-template-columns: 3.5em minmax(0, 1fr) minmax(0, 1fr); gap: .3em 1em; }
-.aligned > div { min-width: 0; } .aligned .head { font-weight: 600; border-bottom: 1px solid #ccc; }
+.aligned > div { min-width: 0; border-top: 1px solid #e4e4e4; padding-top: .3em; } .aligned .head { font-weight: 600; border-bottom: 1px solid #ccc; }
 .aligned .index { color: #555; font-weight: 600; padding-top: .4em; } .aligned .differs { background: #fff7f7; }
 del.diff, ins.diff { text-decoration: none; } ins.diff { background: #c8f0c8; } del.diff { background: #ffd0d0; }
 .turns-nav a { display: inline-block; min-width: 1.8em; text-align: center; margin: 1px; border-radius: 3px;

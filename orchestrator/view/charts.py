@@ -64,7 +64,10 @@ def cell_charts(db: sqlite3.Connection) -> CellCharts:
     return charts
 
 
-def _turn_pass(db: sqlite3.Connection, cell_of: dict[int, Cell]) -> tuple[dict[Cell, dict[int, float]], ...]:
+Sums = dict[Cell, dict[int, float]]
+
+
+def _turn_pass(db: sqlite3.Connection, cell_of: dict[int, Cell]) -> tuple[Sums, Sums, dict[Cell, dict[int, int]]]:
     """Per cell: the sum over episodes of the best reward within the first t turns, for the turns
     reached; the best of the episodes that stopped after t turns; the turn each solved one was solved at."""
     reached: dict[Cell, dict[int, float]] = defaultdict(lambda: defaultdict(float))
@@ -85,7 +88,7 @@ def _turn_pass(db: sqlite3.Connection, cell_of: dict[int, Cell]) -> tuple[dict[C
             done = True
     if cell is not None:
         ended[cell][turns] += best
-    return reached, ended, solved  # type: ignore[return-value]
+    return reached, ended, solved
 
 
 def _latencies(db: sqlite3.Connection, cell_of: dict[int, Cell]) -> dict[Cell, tuple[float, float]]:
@@ -120,24 +123,25 @@ def hbars(title: str, values: list[tuple[str, float, str]], chart_id: str) -> st
     return "\n".join([*parts, "</svg>"])
 
 
-def lines(title: str, x_label: str, series: list[tuple[str, list[float]]], chart_id: str, *, top_value: float = 1.0) -> str:
-    """One polyline per series over x = 1, 2, ...; y from 0 to `top_value`."""
-    left, right, top, bottom, height = 44, 330, 30, 40, 280
+def lines(title: str, x_label: str, series: list[tuple[str, list[float]]], chart_id: str, *, top_value: float = 1.0,
+          width: int = WIDTH, height: int = 280, legend: int = 330) -> str:
+    """One polyline per series over x = 1, 2, ...; y from 0 to `top_value`; `legend`: its width."""
+    left, right, top, bottom = 44, legend, 30, 40
     longest = max((len(v) for _, v in series), default=1)
-    span = (WIDTH - left - right) / max(longest - 1, 1)
+    span = (width - left - right) / max(longest - 1, 1)
 
     def y_of(value: float) -> float:
         return top + (1 - max(0.0, min(value, top_value)) / top_value) * (height - top - bottom)
-    parts = [_svg_open(title, WIDTH, height, chart_id), f'<text x="4" y="18" class="title">{escape(title)}</text>']
+    parts = [_svg_open(title, width, height, chart_id), f'<text x="4" y="18" class="title">{escape(title)}</text>']
     for tick in (0, 0.25, 0.5, 0.75, 1):
-        parts += [f'<line x1="{left}" y1="{y_of(tick * top_value):.1f}" x2="{WIDTH - right}" '
+        parts += [f'<line x1="{left}" y1="{y_of(tick * top_value):.1f}" x2="{width - right}" '
                   f'y2="{y_of(tick * top_value):.1f}" class="grid"/>',
                   f'<text x="{left - 5}" y="{y_of(tick * top_value) + 4:.1f}" text-anchor="end" '
                   f'class="tick">{tick * top_value:g}</text>']
     for t in range(1, longest + 1):
         parts.append(f'<text x="{left + (t - 1) * span:.1f}" y="{height - bottom + 15}" text-anchor="middle" '
                      f'class="tick">{t}</text>')
-    parts.append(f'<text x="{(left + WIDTH - right) / 2:.0f}" y="{height - 6}" text-anchor="middle" '
+    parts.append(f'<text x="{(left + width - right) / 2:.0f}" y="{height - 6}" text-anchor="middle" '
                  f'class="label">{escape(x_label)}</text>')
     for i, (label, values) in enumerate(series):
         points = [(left + j * span, y_of(v)) for j, v in enumerate(values)]
@@ -147,9 +151,9 @@ def lines(title: str, x_label: str, series: list[tuple[str, list[float]]], chart
                   "</title></polyline>",
                   *(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{colour(i)}"><title>{escape(label)}, turn {j + 1}: '
                     f'{values[j]:.3g}</title></circle>' for j, (x, y) in enumerate(points)),
-                  f'<line x1="{WIDTH - right + 10}" y1="{top + 18 * i - 3}" x2="{WIDTH - right + 28}" '
+                  f'<line x1="{width - right + 10}" y1="{top + 18 * i - 3}" x2="{width - right + 28}" '
                   f'y2="{top + 18 * i - 3}" stroke="{colour(i)}" stroke-width="3"{dash}/>',
-                  f'<text x="{WIDTH - right + 32}" y="{top + 18 * i + 1}" class="legend">{escape(label)}</text>']
+                  f'<text x="{width - right + 32}" y="{top + 18 * i + 1}" class="legend">{escape(label)}</text>']
     return "\n".join([*parts, "</svg>"])
 
 

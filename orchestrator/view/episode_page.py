@@ -26,12 +26,9 @@ def episode(source: Source, detail: EpisodeDetail, neighbours: str = "") -> str:
     parts = [f"<h1>{esc(e['task_id'])} · epoch {e['epoch']}</h1>",
              f"<p>{link(cell_url, ' / '.join(cell))} · {link(task_href(source.index, e['task_id']), 'this task everywhere')}"
              f" · sweep {esc(source.label)}{neighbours}</p>",
-             table(None, _summary(e), "summary", names=2),
+             f'<div class="charts">{table(None, _summary(e), "summary", names=2)}{_reward_chart(detail.turns)}</div>',
              "<h2>Task</h2>", folded(e["query"], "query"), folded(e["gold"], "gold"),
              f"<h2>Transcript ({len(detail.turns)} turns)</h2>", _turns_nav(detail.turns)]
-    if len(detail.turns) > 1:
-        parts.append(charts.lines("reward after each turn", "turn", [("reward", [t.reward for t in detail.turns])],
-                                  "chart-turn-rewards"))
     parts += _transcript(detail)
     parts += [f"<h2>LLM calls ({len(detail.calls)})</h2>", _calls(detail.calls), "<h2>Lineage</h2>", _lineage(detail)]
     return "\n".join(parts)
@@ -45,6 +42,13 @@ def _summary(e: dict[str, Any]) -> list[list[str]]:
             ["cost", money(e["cost_usd"]) + (f" + {e['unpriced_calls']} unpriced calls" if e["unpriced_calls"] else "")],
             ["attempts", str(e["attempts"])],
             ["time", f"{when(e['started_at'])} – {when(e['finished_at'])} UTC ({e['finished_at'] - e['started_at']:.2f} s)"]]
+
+
+def _reward_chart(turns: Sequence[TurnRecord]) -> str:
+    if len(turns) < 2:
+        return ""
+    return charts.lines("reward after each turn", "turn", [("reward", [t.reward for t in turns])], "chart-turn-rewards",
+                        width=460, height=220, legend=70)
 
 
 def _turns_nav(turns: Sequence[TurnRecord]) -> str:

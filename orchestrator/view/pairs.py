@@ -87,15 +87,16 @@ class Pairs:
 
     def __init__(self, pairs: list[Pair]) -> None:
         self.all = pairs
-        self.by_cell: dict[tuple[str, str, str], list[Pair]] = {}
+        self.by_cell: dict[tuple[str, str, str], list[Pair]] = {("", "", ""): pairs}
         for pair in pairs:
             self.by_cell.setdefault((pair.model, pair.strategy, pair.task_set), []).append(pair)
 
     def of(self, cell: tuple[str, str, str]) -> list[Pair]:
-        """The pairs of `cell` (an empty part: any), in the list's order."""
-        if all(cell):
-            return self.by_cell.get(cell, [])
-        return self.all if not any(cell) else [p for p in self.all if p.in_cell(cell)]
+        """The pairs of `cell` (an empty part: any), in the list's order; a filter of part of a
+        cell (a model's) is kept once made."""
+        if cell not in self.by_cell:
+            self.by_cell[cell] = [p for p in self.all if p.in_cell(cell)] if not all(cell) else []
+        return self.by_cell[cell]
 
 
 def pair_page(pairs: Pairs, cell: tuple[str, str, str], page: int, flipped_only: bool) -> PairPage:

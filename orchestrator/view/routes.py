@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 
 from aiohttp import web
 
@@ -10,12 +11,12 @@ from foundation.errors import ConfigError
 from orchestrator.view import find_pages, pages
 from orchestrator.view.compare_pages import compare_url
 from orchestrator.view.answers import SOURCES, download, episode_id, html, nav, source_of
-from orchestrator.view.detail import episode_detail
+from orchestrator.view.detail import EpisodeDetail, episode_detail
 from orchestrator.view.episode_page import episode as episode_html
 from orchestrator.view.layout import esc, link, table
 from orchestrator.view.lists import FORMATS, episode_href, snippets
 from orchestrator.view.lists import download as list_download
-from orchestrator.view.queries import EpisodeFilter, all_rows, episode_page, neighbours
+from orchestrator.view.queries import EpisodeFilter, EpisodePage, all_rows, episode_page, neighbours
 from orchestrator.view.source import Source, running, token_text
 
 
@@ -61,7 +62,7 @@ async def episodes(request: web.Request) -> web.StreamResponse:
         return download(*list_download(rows, fmt), f"episodes.{fmt}")
     now = await source.token()
 
-    def read(db, full):  # type: ignore[no-untyped-def]
+    def read(db: sqlite3.Connection, full: bool) -> tuple[EpisodePage, dict[int, str]]:
         found = episode_page(db, flt, full)
         return found, snippets(db, [r.id for r in found.rows], flt.text, source.index) if flt.text else {}
     (found, marks), note = await source.call_searching(read, bool(flt.text))
@@ -76,7 +77,7 @@ async def episode(request: web.Request) -> web.StreamResponse:
     number = episode_id(request.match_info["episode"], source)
     flt = EpisodeFilter.from_query(request.query)
 
-    def read(db, full):  # type: ignore[no-untyped-def]
+    def read(db: sqlite3.Connection, full: bool) -> tuple[EpisodeDetail | None, tuple[int | None, int | None]]:
         return episode_detail(db, number), neighbours(db, flt, number, full)
     (detail, (before, after)), _ = await source.call_searching(read, bool(flt.text))
     if detail is None:
@@ -109,8 +110,8 @@ async def search_all(request: web.Request) -> web.StreamResponse:
     return html(request, f"search {text}", find_pages.search_page(text, sections))
 
 
-async def _searched(source: Source, flt: EpisodeFilter):  # type: ignore[no-untyped-def]
-    def read(db, full):  # type: ignore[no-untyped-def]
+async def _searched(source: Source, flt: EpisodeFilter) -> tuple[EpisodePage, dict[int, str], str]:
+    def read(db: sqlite3.Connection, full: bool) -> tuple[EpisodePage, dict[int, str]]:
         found = episode_page(db, flt, full)
         shown = [r.id for r in found.rows[:find_pages.SHOWN_PER_STORE]]
         return found, snippets(db, shown, flt.text, source.index)
