@@ -111,12 +111,25 @@ class EpisodeFilter:
                 clauses.append(f"e.reward {op} ?")
                 args.append(float(getattr(self, bound)))
         if self.text and full_text:
-            clauses.append("e.id IN (SELECT rowid FROM idx.episode_text WHERE episode_text MATCH ?)")
+            clauses.append("f.episode_text MATCH ?")  # the index drives the join: see `source`
             args.append(fts_query(self.text))
         elif self.text:
             clauses.append("(instr(lower(e.query), lower(?)) > 0 OR instr(e.task_id, ?) > 0)")
             args += [self.text, self.text]
         return (" WHERE " + " AND ".join(clauses)) if clauses else "", args
+
+    def source(self, full_text: bool) -> str:
+        """The FROM clause of `where`: the episodes, or with words to find, the index's matches joined
+        to them (the matches first: they are fewer than the episodes, and come in id order, so the
+        newest page of a search stops after 50)."""
+        if self.text and full_text:
+            return "idx.episode_text f CROSS JOIN episodes e ON e.id = f.rowid"
+        return "episodes e"
+
+    def order(self, full_text: bool, reverse: bool = False) -> str:
+        """The ORDER BY of the filter's sort (by the index's rowid, the same number, when it drives)."""
+        text = order_by(self.sort, reverse)
+        return text.replace("e.id", "f.rowid") if self.text and full_text else text
 
     def params(self, **changes: Any) -> dict[str, str]:
         """The non-default fields as URL parameters, with `changes` applied."""
@@ -180,22 +193,23 @@ def episode_page(db: sqlite3.Connection, flt: EpisodeFilter, full_text: bool) ->
     SQLite's sorter then moves a key and an id per episode, not the whole row (4x faster at 100,000).
     A page past the last is a ConfigError line."""
     where, args = flt.where(full_text)
-    order = order_by(flt.sort)
-    (total,) = db.execute(f"SELECT count(*) FROM episodes e{where}", args).fetchone()
+    source, order = flt.source(full_text), flt.order(full_text)
+    (total,) = db.execute(f"SELECT count(*) FROM {source}{where}", args).fetchone()
     found = EpisodePage([], total)
     if flt.page > found.pages:
         raise ConfigError(f"page {flt.page} is past the last page, {found.pages} ({total} episodes match)")
-    page_ids = f"SELECT e.id FROM episodes e{where} ORDER BY {order} LIMIT ? OFFSET ?"
-    rows = db.execute(f"SELECT {LIST_COLUMNS} FROM episodes e WHERE e.id IN ({page_ids}) ORDER BY {order}",
-                      [*args, PAGE_SIZE, (flt.page - 1) * PAGE_SIZE]).fetchall()
-    return EpisodePage([EpisodeRow(*row) for row in rows], total)
+    ids = [row[0] for row in db.execute(f"SELECT e.id FROM {source}{where} ORDER BY {order} LIMIT ? OFFSET ?",
+                                        [*args, PAGE_SIZE, (flt.page - 1) * PAGE_SIZE])]
+    rows = {row[0]: EpisodeRow(*row) for row in db.execute(
+        f"SELECT {LIST_COLUMNS} FROM episodes e WHERE e.id IN ({', '.join('?' * len(ids))})", ids)}
+    return EpisodePage([rows[i] for i in ids if i in rows], total)
 
 
 def all_rows(db: sqlite3.Connection, flt: EpisodeFilter, full_text: bool) -> list[EpisodeRow]:
     """Every episode of the filter, in its order (a download of the list)."""
     where, args = flt.where(full_text)
     return [EpisodeRow(*row) for row in db.execute(
-        f"SELECT {LIST_COLUMNS} FROM episodes e{where} ORDER BY {order_by(flt.sort)}", args)]
+        f"SELECT {LIST_COLUMNS} FROM {flt.source(full_text)}{where} ORDER BY {flt.order(full_text)}", args)]
 
 
 def neighbours(db: sqlite3.Connection, flt: EpisodeFilter, episode_id: int, full_text: bool) -> tuple[int | None, int | None]:
@@ -211,8 +225,8 @@ def neighbours(db: sqlite3.Connection, flt: EpisodeFilter, episode_id: int, full
     for reverse in (True, False):
         beyond, more = _past(key, list(row), reverse)
         clause = (where + " AND " if where else " WHERE ") + beyond
-        hit = db.execute(f"SELECT e.id FROM episodes e{clause} ORDER BY {order_by(flt.sort, reverse)} LIMIT 1",
-                         [*args, *more]).fetchone()
+        hit = db.execute(f"SELECT e.id FROM {flt.source(full_text)}{clause} ORDER BY {flt.order(full_text, reverse)} "
+                         "LIMIT 1", [*args, *more]).fetchone()
         found.append(hit[0] if hit else None)
     return found[0], found[1]
 
