@@ -15,7 +15,6 @@ import sqlite3
 import sys
 import zlib
 from contextlib import closing
-from pathlib import Path
 
 import aiohttp
 import pytest

@@ -114,7 +114,9 @@ def decode(body: bytes, format_: int = FORMAT) -> StoredTranscript:
         raise ValueError(f"transcript format {format_} is newer than this reader ({FORMAT})")
     data = json.loads(zlib.decompress(body))
     messages, tools = data["messages"], data["tools"]
-    calls, before, answer = [], [], -1
+    calls: list[Call] = []
+    before: list[int] = []
+    answer = -1
     for call in data["calls"]:
         numbers = [n for start, stop in call["sent"] for n in range(start, stop)]
         added = numbers[kept(before, numbers):]

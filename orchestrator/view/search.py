@@ -134,7 +134,7 @@ class TextIndex:
             db.execute("PRAGMA main.journal_mode=WAL")  # a search reads while the episodes stored since are added
             db.execute("PRAGMA main.journal_size_limit = 67108864")
             db.executescript(SCHEMA)
-            db.isolation_level = ""  # `with db:` is a transaction from here on
+            db.isolation_level = "DEFERRED"  # `with db:` is a transaction from here on
             db.execute("ATTACH DATABASE ? AS store", (reader.read_uri(self.store),))
             yield db
 
