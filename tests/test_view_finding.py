@@ -133,3 +133,34 @@ async def test_the_token_says_when_the_run_has_finished(tmp_path, two):
     async with viewer(out) as (_, client):
         assert (await (await client.get("/s/0/token")).json())["live"] is True
     assert rows(out, "SELECT status FROM runs") == [("running",)]
+
+
+def test_two_indexers_of_one_store_add_each_episode_once(tmp_path):
+    """Viewers in two processes share the store's index: each chunk reads how far the index goes in
+    its own write transaction, so racing updates add every episode once between them."""
+    import sqlite3
+    import threading
+
+    out = stores(tmp_path)[0]
+    first, second = TextIndex(out / "results.db"), TextIndex(out / "results.db")
+    assert first.path == second.path
+    racers = [threading.Thread(target=index.update) for index in (first, second)]
+    for racer in racers:
+        racer.start()
+    for racer in racers:
+        racer.join(60)
+    with sqlite3.connect(first.path) as db:
+        (rows_indexed,) = db.execute("SELECT count(*) FROM episode_text").fetchone()
+    assert rows_indexed == 12  # once each, not twice
+
+
+async def test_a_store_opened_twice_has_one_index(two):
+    from orchestrator.view.source import Source, share_indexes
+
+    a, _ = two
+    sources = [Source.open(i, a) for i in range(2)]
+    share_indexes(sources)
+    assert sources[0].keeper is sources[1].keeper
+    async with viewer(a, a) as (_, client):  # and both serve a search
+        for i in range(2):
+            assert sorted(tasks(await get(client, f"/s/{i}/episodes?text={WORD}"))) == ["starter-bash/2", "starter-bash/5"]

@@ -20,13 +20,14 @@ from orchestrator.view.answers import SOURCES, asset
 from orchestrator.view.assets import CSS, CSS_PATH, JS, JS_PATH
 from orchestrator.view.layout import esc, page
 from orchestrator.view.security import add_headers, host_check
-from orchestrator.view.source import Source, StoreLocked, label_sources
+from orchestrator.view.source import Source, StoreLocked, label_sources, share_indexes
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def make_app(sources: list[Source], host: str = "127.0.0.1") -> web.Application:
     label_sources(sources)
+    share_indexes(sources)
     app = web.Application(middlewares=[host_check(host), _one_line_errors])
     app[SOURCES] = sources
     compare_routes.setup(app)
@@ -47,8 +48,8 @@ def make_app(sources: list[Source], host: str = "127.0.0.1") -> web.Application:
 
 async def _start_indexing(app: web.Application) -> None:
     """Each store's full-text index is built in the background from the start (search.py)."""
-    for source in app[SOURCES]:
-        source.keeper.start()
+    for keeper in {id(s.keeper): s.keeper for s in app[SOURCES]}.values():
+        keeper.start()
 
 
 async def _close_sources(app: web.Application) -> None:

@@ -14,8 +14,9 @@ store (an infrastructure failure run again is stored under a new id) drops out o
 
 Kept current: built in the background when the viewer opens the store, a chunk of episodes per
 transaction (searches meanwhile look in the tasks only, and say so); then before each search the
-episodes stored since (ids above the last one indexed: the store's ids only grow) are added. A store made anew in the same place (its first run differs),
-or whose newest indexed episode was replaced under the same id, is indexed from scratch.
+episodes stored since (ids above the last one indexed: the store's ids only grow) are added. A
+store made anew in the same place (its first run differs), or whose newest indexed episode was
+replaced under the same id, is indexed from scratch.
 """
 
 from __future__ import annotations
@@ -99,30 +100,38 @@ class TextIndex:
 
     def update(self, stop: threading.Event | None = None) -> None:
         """Index every episode stored since the last update (all of them the first time); `stop`
-        set ends the work after the chunk in hand (a thread cannot be cancelled)."""
+        set ends the work after the chunk in hand (a thread cannot be cancelled). Each chunk reads
+        how far the index goes inside its own write transaction, so viewers in two processes that
+        share the index add each episode once between them."""
         with self._lock, self._writer() as db:
             stamp = _stamp(db)
-            meta = dict(db.execute("SELECT key, value FROM meta"))
-            indexed = int(meta.get("indexed", 0))
-            if meta.get("stamp") != stamp or meta.get("version") != VERSION or _replaced(db, meta, indexed):
-                with db:  # from scratch
-                    db.execute("DROP TABLE episode_text")
+            (newest,) = db.execute("SELECT coalesce(max(id), 0) FROM store.episodes").fetchone()
+            with _writing(db):
+                meta = dict(db.execute("SELECT key, value FROM meta"))
+                if meta.get("stamp") != stamp or meta.get("version") != VERSION or _replaced(db, meta):
+                    db.execute("DROP TABLE IF EXISTS episode_text")  # from scratch
                     db.execute("DELETE FROM meta")
                     db.execute(TABLE)
                     _set(db, stamp=stamp, version=VERSION, indexed="0")
-                indexed = 0
-            (newest,) = db.execute("SELECT coalesce(max(id), 0) FROM store.episodes").fetchone()
-            self.progress = Coverage(indexed, newest, True)
-            while indexed < newest and not (stop is not None and stop.is_set()):
-                top = min(indexed + CHUNK, newest)
-                with db:
-                    db.execute(ROWS, (indexed, top))
-                    (finished,) = db.execute("SELECT coalesce(max(finished_at), 0) FROM store.episodes WHERE id = ?",
-                                             (top,)).fetchone()
-                    _set(db, indexed=str(top), last_finished=repr(finished))
-                indexed = top
-                self.progress = Coverage(indexed, newest, True)
+            while not (stop is not None and stop.is_set()) and self._chunk(db, newest):
+                pass
             db.execute("PRAGMA main.wal_checkpoint(TRUNCATE)")  # the index's log, given back (never the store's)
+
+    def _chunk(self, db: sqlite3.Connection, newest: int) -> bool:
+        """Index the next chunk of episodes up to `newest`; False when there was none left."""
+        with _writing(db):
+            (text,) = db.execute("SELECT value FROM meta WHERE key = 'indexed'").fetchone()
+            indexed = int(text)
+            self.progress = Coverage(indexed, newest, True)
+            if indexed >= newest:
+                return False
+            top = min(indexed + CHUNK, newest)
+            db.execute(ROWS, (indexed, top))
+            (finished,) = db.execute("SELECT coalesce(max(finished_at), 0) FROM store.episodes WHERE id = ?",
+                                     (top,)).fetchone()
+            _set(db, indexed=str(top), last_finished=repr(finished))
+        self.progress = Coverage(top, newest, True)
+        return True
 
     def attach(self, db: sqlite3.Connection) -> None:
         db.execute("ATTACH DATABASE ? AS idx", (f"{self.path.resolve().as_uri()}?mode=ro",))
@@ -134,7 +143,6 @@ class TextIndex:
             db.execute("PRAGMA main.journal_mode=WAL")  # a search reads while the episodes stored since are added
             db.execute("PRAGMA main.journal_size_limit = 67108864")
             db.executescript(SCHEMA)
-            db.isolation_level = "DEFERRED"  # `with db:` is a transaction from here on
             db.execute("ATTACH DATABASE ? AS store", (reader.read_uri(self.store),))
             yield db
 
@@ -146,13 +154,27 @@ def _stamp(db: sqlite3.Connection) -> str:
     return f"{identity[0] if identity else ''}@{first[0] if first else ''}"
 
 
-def _replaced(db: sqlite3.Connection, meta: dict[str, str], indexed: int) -> bool:
+def _replaced(db: sqlite3.Connection, meta: dict[str, str]) -> bool:
     """Whether the newest indexed episode was replaced under its own id (an infrastructure failure
     run again while it was the store's newest: SQLite gives the next row the freed id)."""
+    indexed = int(meta.get("indexed", 0))
     if not indexed:
         return False
     row = db.execute("SELECT finished_at FROM store.episodes WHERE id = ?", (indexed,)).fetchone()
     return row is not None and repr(row[0]) != meta.get("last_finished")
+
+
+@contextmanager
+def _writing(db: sqlite3.Connection) -> Iterator[None]:
+    """BEGIN IMMEDIATE ... COMMIT (ROLLBACK on an error), on a connection in autocommit mode: the
+    write lock is taken before anything is read."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
 
 
 def _set(db: sqlite3.Connection, **values: str) -> None:
@@ -161,9 +183,9 @@ def _set(db: sqlite3.Connection, **values: str) -> None:
 
 class IndexKeeper:
     """A store's index, from the viewer's event loop: built in the background from the start (a
-    task `owner` owns), brought up to date before each search once built. A search while it is built
-    reads what is indexed so far, and says so; where the index cannot be written (no cache
-    directory), words are looked for in the tasks' ids and queries only, and the page says that."""
+    task `owner` owns), brought up to date before each search once built. A search while it is
+    first built, or where it cannot be written (no cache directory, a lock held too long), looks
+    for its words in the tasks' ids and queries only, and the page says so."""
 
     def __init__(self, store: Path, owner: TaskOwner) -> None:
         self.index = TextIndex(store)
@@ -180,6 +202,7 @@ class IndexKeeper:
         async with self._lock:
             try:
                 await asyncio.to_thread(self.index.update, self._stop)
+                self.failure = ""
             except (OSError, sqlite3.Error) as exc:
                 self.failure = f"the full-text index cannot be kept in {self.index.path.parent} ({exc})"
                 log.warning("view_index_failed", store=str(self.index.store), error=str(exc))
@@ -197,8 +220,7 @@ class IndexKeeper:
             done = self.index.progress
             return False, (f"the full-text index is being built ({done.indexed:,} of {done.newest:,} episodes so far): "
                            "until it is done, words are looked for in the tasks' ids and queries only")
-        if not self.failure:
-            await self._update()
+        await self._update()  # the episodes stored since, and another try after a failure
         if self.failure:
             return False, self.failure + ": words are looked for in the tasks' ids and queries only"
         return True, ""

@@ -210,6 +210,14 @@ def running(token: tuple[Any, ...]) -> bool:
     return token[-1] == "running"
 
 
+def share_indexes(sources: Sequence[Source]) -> None:
+    """A store opened twice (`view OUT OUT`) has one text index, kept by its first Source."""
+    first: dict[Path, Source] = {}
+    for source in sources:
+        keeper = first.setdefault(source.path.resolve(), source)._keeper
+        source._keeper = keeper
+
+
 def label_sources(sources: Sequence[Source]) -> None:
     """Stores of the same sweep name are told apart by their directories: the name, then the shortest
     end of each path that differs between them ("quickstart (night-2/out)")."""
