@@ -15,6 +15,9 @@
    included; `llm_bound_share_steady` is the same over the episode phase), with the peak RSS of
    the sweep process plus its LLM worker processes. `--llm-workers 1,2 --rounds 2` measures each
    count of LLM worker processes in alternation and prints their medians side by side.
+   Each sweep runs twice, with transcripts (every message of every call stored) and without
+   (`transcripts = false`), in alternation: `transcript_overhead_ratio` is the share of ideal with
+   them over the share without (target ≥ 0.95), printed with the store's bytes per episode of each.
 
 Each sweep runs in a child process, so its peak RSS is its own. Ends with one `name: value` line
 per figure.
@@ -61,6 +64,7 @@ max_turns = {turns}
 concurrency = {concurrency}
 epochs = {epochs}
 llm_workers = {workers}
+transcripts = {transcripts}
 [[models]]
 name = "openai/sim-1s"
 api_base = "{api_base}"
@@ -195,7 +199,8 @@ def wait_for_port(port: int, process: subprocess.Popen, timeout: float = 30.0) -
     sys.exit("bench-sweep: the simulated LLM server did not start")
 
 
-def llm_part(work: Path, concurrency: int, turns: int, epochs: int, latency: float, workers: int) -> dict[str, float]:
+def llm_part(work: Path, concurrency: int, turns: int, epochs: int, latency: float, workers: int,
+             transcripts: bool = True) -> dict[str, float]:
     port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "agents.llm.server", "--port", str(port), "--latency",
                                str(latency), "--answer", WRONG], stdout=subprocess.DEVNULL)
@@ -204,7 +209,8 @@ def llm_part(work: Path, concurrency: int, turns: int, epochs: int, latency: flo
         out = Path(tempfile.mkdtemp(dir=work, prefix="llm-bound-"))  # a fresh store for every run
         sweep = out.with_suffix(".toml")
         sweep.write_text(LLM_BOUND.format(out=out, concurrency=concurrency, turns=turns, epochs=epochs,
-                                          workers=workers, api_base=f"http://127.0.0.1:{port}/v1"))
+                                          workers=workers, api_base=f"http://127.0.0.1:{port}/v1",
+                                          transcripts=str(transcripts).lower()))
         os.environ["BENCH_LOCAL_KEY"] = "sk-bench-local"
         result = run_child(sweep, None)
         server_cpu = _cpu_seconds(server.pid)
@@ -232,9 +238,23 @@ def llm_part(work: Path, concurrency: int, turns: int, epochs: int, latency: flo
           f"{result['sweep_rss_mb']:.0f} MB, its LLM workers at most {result['workers_rss_mb']:.0f} MB); CPU: sweep process "
           f"{result['cpu_s']:.1f} s, its LLM workers {result['children_cpu_s']:.1f} s, the simulated LLM server "
           f"{server_cpu:.1f} s")
+    size = sum(f.stat().st_size for f in out.glob("results.db*"))
+    print(f"LLM-bound store, transcripts {'on' if transcripts else 'off'}: {size / episodes:,.0f} bytes per episode "
+          f"(the transcript's body {transcript_bytes(out):,.0f})")
     return {"llm_bound_share_of_ideal": achieved / ideal, "llm_bound_share_steady": episodes / episode_phase / ideal,
-            "peak_rss_mb": result["peak_rss_mb"],
-            "llm_bound_failed": float(failed)}
+            "peak_rss_mb": result["peak_rss_mb"], "llm_bound_failed": float(failed),
+            "bytes_per_episode": size / episodes}
+
+
+def transcript_bytes(out: Path) -> float:
+    """The transcripts' compressed bodies per episode (0 without them)."""
+    db = sqlite3.connect(out / "results.db")
+    try:
+        (per,), = db.execute("SELECT coalesce(sum(length(body)), 0) * 1.0 / (SELECT count(*) FROM episodes) "
+                             "FROM transcripts").fetchall()
+    finally:
+        db.close()
+    return float(per)
 
 
 def main() -> None:
@@ -260,26 +280,35 @@ def main() -> None:
         figures = {} if args.skip_oracle else oracle_part(work, data_dir)
         epochs = args.epochs or args.concurrency  # 5 tasks x concurrency epochs: exactly 5 waves
         counts = [int(n) for n in args.llm_workers.split(",")]
-        shares: dict[int, list[float]] = {n: [] for n in counts}
-        for _ in range(args.rounds):
+        shares: dict[tuple[int, bool], list[float]] = {(n, t): [] for n in counts for t in (True, False)}
+        for round_no in range(args.rounds):
             for n in counts:
-                print(f"LLM-bound with llm_workers = {n}:")
-                result = llm_part(work, args.concurrency, args.turns, epochs, args.latency, n)
-                shares[n].append(result["llm_bound_share_of_ideal"])
-                figures |= result
-        if len(counts) > 1 or args.rounds > 1:
-            for n in counts:
-                runs = ", ".join(f"{share:.3f}" for share in shares[n])
-                print(f"llm_bound_share_workers_{n}: {statistics.median(shares[n]):.3f} (runs: {runs})")
-            figures["llm_bound_share_of_ideal"] = statistics.median(shares[counts[0]])
+                for transcripts in ((True, False) if round_no % 2 == 0 else (False, True)):  # alternated
+                    print(f"LLM-bound with llm_workers = {n}, transcripts {'on' if transcripts else 'off'}:")
+                    result = llm_part(work, args.concurrency, args.turns, epochs, args.latency, n, transcripts)
+                    shares[(n, transcripts)].append(result["llm_bound_share_of_ideal"])
+                    figures |= {f"{k}_{'with' if transcripts else 'without'}": v for k, v in result.items()}
+                    figures |= result if transcripts else {}
+        for n in counts:
+            with_, without = (statistics.median(shares[(n, t)]) for t in (True, False))
+            runs = "; ".join(f"{'with' if t else 'without'}: {', '.join(f'{x:.3f}' for x in shares[(n, t)])}"
+                             for t in (True, False))
+            print(f"llm_bound_share_workers_{n}: {with_:.3f} with transcripts, {without:.3f} without ({runs})")
+        figures["llm_bound_share_of_ideal"] = statistics.median(shares[(counts[0], True)])
+        figures["transcript_overhead_ratio"] = figures["llm_bound_share_of_ideal"] / statistics.median(
+            shares[(counts[0], False)])
     for name in ("oracle_eps_cold", "oracle_eps_whole_c1", "oracle_eps_whole_c16", "oracle_reward_mismatches",
                  "speedup_c16_vs_c1", "oracle_eps_c16_capped", "oracle_eps_c16_uncapped", "disk_cap_ratio",
                  "llm_bound_failed", "llm_bound_share_steady"):
         if name in figures:
             print(f"{name}: {figures[name]:.2f}")
-    for name in ("oracle_eps_c1", "oracle_eps_c16", "llm_bound_share_of_ideal", "peak_rss_mb"):
+    for name in ("bytes_per_episode_with", "bytes_per_episode_without", "peak_rss_mb_without"):
         if name in figures:
-            print(f"{name}: {figures[name]:.3f}" if name == "llm_bound_share_of_ideal" else f"{name}: {figures[name]:.1f}")
+            print(f"{name}: {figures[name]:.0f}")
+    for name in ("oracle_eps_c1", "oracle_eps_c16", "llm_bound_share_of_ideal", "transcript_overhead_ratio",
+                 "peak_rss_mb"):
+        if name in figures:
+            print(f"{name}: {figures[name]:.1f}" if name.startswith(("oracle", "peak")) else f"{name}: {figures[name]:.3f}")
 
 
 if __name__ == "__main__":

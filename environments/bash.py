@@ -163,6 +163,19 @@ class BashEnv(Environment):
                 "agent_obs": self.observation, "eval_obs": gold.output}
         return score.reward, info
 
+    def breakdown(self) -> dict[str, Any] | None:
+        """The reward's three terms (0.01 + file changes + file contents + output, each up to 0.33),
+        and the changes the agent missed or made besides the gold's (a few of each, with counts)."""
+        info = self.score_info
+        if "file_diff" not in info:
+            return None
+        missing, extra = info.get("diff_miss") or [], info.get("diff_extra") or []
+        return {"file_changes": info["file_diff"], "file_contents": info["file_changes"],
+                "output_similarity": info["answer_similarity"], "constant": 0.01,
+                "changes_missing": len(missing), "changes_extra": len(extra),
+                **({"missing": _changes_text(missing)} if missing else {}),
+                **({"extra": _changes_text(extra)} if extra else {})}
+
     @property
     def mode(self) -> str:
         return "strict" if self.strict else "original"
@@ -220,3 +233,9 @@ SPEC = register(KindSpec(
     export_name="ic_bash", datasets=("nl2bash-fs1", "nl2bash-fs2", "nl2bash-fs3", "nl2bash-fs4"),
     starter="starter-bash", paper_parser=bash_action, harness_history=True, tool="bash", tool_argument="command",
     tool_description="Run a command in the Bash shell and return what it printed."))
+
+
+def _changes_text(changes: list[tuple[str, str]], shown: int = 5) -> str:
+    """A few changes as `git status` shows them, and how many more there are."""
+    text = ", ".join(f"{code} {path}" for path, code in changes[:shown])
+    return text + (f" and {len(changes) - shown} more" if len(changes) > shown else "")

@@ -38,6 +38,13 @@ class CtfEnv(BashEnv):
         reward = flag_reward(argument, self.task.gold_text, self.strict)
         return reward, {"agent_obs": argument, "reward": reward}
 
+    def breakdown(self) -> dict[str, Any] | None:
+        """Whether the submitted flag is the task's (the whole reward), and what was submitted."""
+        if "agent_obs" not in self.score_info:
+            return None
+        return {"flag_correct": self.score_info.get("reward") == 1.0,
+                "submitted": str(self.score_info["agent_obs"])[:200]}
+
     async def _submit(self, argument: str) -> StepResult:
         result = await super()._submit(argument)
         if result.reward == 1 or not self.multi_turn:

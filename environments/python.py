@@ -33,6 +33,7 @@ from environments.rewards.python import (
     failed_test,
     original_result,
     original_reward,
+    strict_passed,
     strict_reward,
 )
 from foundation.errors import SandboxError
@@ -45,6 +46,7 @@ RETRY_MESSAGE = "Test case did not pass. Please try again."
 # the same per code here, for actions and tests. The gold, computed once, gets more room.
 TIMEOUT = 30.0
 GOLD_TIMEOUT = 120.0
+MAX_TESTS_SHOWN = 10  # tests listed one by one in a turn's breakdown (MBPP tasks have three)
 AUTOSUBMIT = re.compile(r"def (\w+)\(")  # the harness's pattern for the name to submit
 AGENT_OBS, EVAL_OBS = "agent_obs", "eval_obs"  # the original's info keys for the two result sets
 PARSE_ERRORS = (SyntaxError, ValueError, RecursionError, MemoryError)  # what ast.parse can raise
@@ -166,6 +168,25 @@ class PythonEnv(Environment):
         info = {"submitted_function": name, AGENT_OBS: pred, EVAL_OBS: gold, "reward": reward}
         return reward, info | ({"reason": reason} if reason else {})
 
+    def breakdown(self) -> dict[str, Any] | None:
+        """The function submitted, how many of the task's tests it passed and each test's result
+        (passed, or the error it gave), or why it could not be scored."""
+        info = self.score_info
+        if "submitted_function" not in info:
+            return None
+        parts: dict[str, Any] = {"function": info["submitted_function"]}
+        if info.get("reason"):
+            parts["reason"] = str(info["reason"])[:200]
+        pred, gold = info.get(AGENT_OBS) or {}, info.get(EVAL_OBS) or {}
+        if not pred:
+            return parts
+        passed = {test: (strict_passed(r, gold[test]) if self.strict else r == gold[test]) for test, r in pred.items()}
+        parts |= {"tests": len(passed), "passed": sum(passed.values())}
+        for n, (test, ok) in enumerate(list(passed.items())[:MAX_TESTS_SHOWN]):
+            error = str(pred[test].get("error", "")) if not ok else ""
+            parts[f"test {n + 1}"] = f"{'passed' if ok else 'failed'}: {test[:100]}" + (f" ({error[:100]})" if error else "")
+        return parts
+
     def _unscorable(self, check: MbppCheck, name: str | None) -> str:
         if not name:
             return "no function to submit"
@@ -212,6 +233,7 @@ class PythonEnv(Environment):
         if match is None:  # the harness raised on a `def` it couldn't name: here a plain step
             return step
         reward, info = await self._reward(match.group(1))
+        self.score_info = info  # the turn's breakdown: this submission's
         if not self.strict and AGENT_OBS in info:
             assert self._check is not None
             await self._python(self._check.gold_codes(), fresh=True)

@@ -32,10 +32,10 @@ from environments.mysql8 import refused_as_mysql8
 from environments.paper_parsing import sql_action, up_to_semicolon
 from environments.rewards.sql import (
     is_ordered,
-    original_reward,
     original_rows,
-    strict_reward,
+    original_score,
     strict_rows,
+    strict_score,
 )
 from environments.sql_server import (
     GRACE,
@@ -223,10 +223,20 @@ class SqlEnv(Environment):
             if gold.error is not None:
                 return 0.0, info  # a gold that fails proves nothing
             agent_rows = strict_rows(agent) if agent is not None else None
-            return strict_reward(agent_rows, gold.rows, ordered=gold.ordered), info
-        # The original compared with an empty gold when the gold query failed.
-        gold_rows = gold.rows if gold.error is None else []
-        return original_reward(original_rows(agent) if agent is not None else None, gold_rows), info
+            score = strict_score(agent_rows, gold.rows, ordered=gold.ordered)
+        else:
+            # The original compared with an empty gold when the gold query failed.
+            gold_rows = gold.rows if gold.error is None else []
+            score = original_score(original_rows(agent) if agent is not None else None, gold_rows)
+        return score.reward, info | {"parts": score.parts() | {"ordered": gold.ordered}}
+
+    def breakdown(self) -> dict[str, Any] | None:
+        """IoU of the rows, Kendall's tau of their order where it applied, the row counts; whether the
+        gold failed (the original then compared with no rows)."""
+        parts = self.score_info.get("parts")
+        if not isinstance(parts, dict):
+            return None
+        return parts | ({"gold_failed": True} if self.score_info.get("corrupt_gold") else {})
 
     async def _gold(self, task: Task) -> SqlGold:
         """The gold result as the reward mode compares it, computed once per image and task."""

@@ -10,11 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from inspect_ai.log import list_eval_logs, read_eval_log
+from inspect_ai.log import list_eval_logs, read_eval_log, resolve_sample_attachments
 
 from foundation.settings import PROJECT_ROOT
 from orchestrator.cli import main
 from orchestrator.store import EpisodeKey, EpisodeRecord, LLMCall, Store, TurnRecord
+from orchestrator.store.transcript import decode
 from tests.stores import rows
 
 SWEEP = """name = "inspect-export"
@@ -91,24 +92,28 @@ def test_each_cell_is_a_log_whose_samples_and_scores_are_the_stores(exported):
 
 
 @pytest.mark.docker
-def test_a_sample_holds_the_turns_as_answers_and_observations(exported):
+def test_a_sample_holds_the_transcript_and_every_call_as_a_model_event(exported):
     outdir, logs = exported
-    log = read_eval_log(str(logs / "oracle__single__starter-bash.eval"))
-    sample = log.samples[0]
-    user, answer, observation = sample.messages
-    assert (user.role, user.text, sample.input, sample.target) == ("user", sample.input, sample.input, sample.target)
+    log = read_eval_log(str(logs / "openai-sim__try_again__starter-sql.eval"))
     db = sqlite3.connect(outdir / "results.db")
     try:
-        (action, output_text, seen), = db.execute(
-            "SELECT t.action, t.output, t.observation FROM turns t JOIN episodes e ON e.id = t.episode_id WHERE "
-            "e.model = 'oracle' AND e.strategy = 'single' AND e.task_set = 'starter-bash' AND e.task_id = ? "
-            "AND e.epoch = ?", (sample.id, sample.epoch - 1)).fetchall()
+        for stored in log.samples:
+            sample = resolve_sample_attachments(stored, "full")  # the log keeps a long text once, as an attachment
+            body, fmt, eid = db.execute(
+                "SELECT t.body, t.format, e.id FROM transcripts t JOIN episodes e ON e.id = t.episode_id WHERE "
+                "e.model = 'openai/sim' AND e.strategy = 'try_again' AND e.task_set = 'starter-sql' AND e.task_id = ? "
+                "AND e.epoch = ?", (sample.id, sample.epoch - 1)).fetchone()
+            turns = db.execute("SELECT action, reward FROM turns WHERE episode_id = ? ORDER BY idx", (eid,)).fetchall()
+            calls = decode(body, fmt).calls
+            events = [e for e in sample.events if e.event == "model"]
+            assert [[(m.role, m.text) for m in e.input] for e in events] == [
+                [(m["role"], m["content"]) for m in c.sent] for c in calls]  # what each call sent, as it was
+            assert [e.output.message.text for e in events] == [c.answer["content"] for c in calls]
+            assert sample.messages[0].role == "system" and sample.messages[1].text == calls[0].sent[1]["content"]
+            answers = [m for m in sample.messages if m.role == "assistant"]
+            assert [t["action"] for m in answers for t in (m.metadata or {}).get("turns", [])] == [a for a, _ in turns]
     finally:
         db.close()
-    assert answer.role == "assistant" and answer.text == output_text
-    assert answer.tool_calls[0].arguments == {"code": action} and action == sample.target
-    assert sample.scores["success"].answer == action
-    assert observation.role == "tool" and observation.text == seen and observation.tool_call_id == answer.tool_calls[0].id
 
 
 def test_without_inspect_ai_the_export_says_how_to_install_it(tmp_path):

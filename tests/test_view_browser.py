@@ -10,6 +10,7 @@ skip, except under CI=true (scripts/ensure-chromium.sh installs it).
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import os
@@ -106,6 +107,11 @@ class Browser:
     async def click(self, selector: str) -> None:
         """A real left click at the middle of the element, then wait for the page it opens."""
         before = await self.evaluate("location.href")
+        await self.click_only(selector)
+        await self.wait_for(f"location.href !== {json.dumps(before)} && document.readyState === 'complete'")
+
+    async def click_only(self, selector: str) -> None:
+        """A real left click at the middle of the element (which opens no page: a header, a box)."""
         x, y = await self.wait_for(f"""(() => {{
             const el = document.querySelector({json.dumps(selector)});
             if (!el) return null;
@@ -115,10 +121,31 @@ class Browser:
         }})()""")
         for kind in ("mousePressed", "mouseReleased"):
             await self.send("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
-        await self.wait_for(f"location.href !== {json.dumps(before)} && document.readyState === 'complete'")
 
     async def text(self, selector: str) -> str:
         return await self.evaluate(f"document.querySelector({json.dumps(selector)})?.textContent ?? ''")
+
+    async def window(self, width: int, height: int = 900) -> None:
+        """Lay the page out as in a window `width` CSS pixels wide (the next load, and this one)."""
+        await self.send("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1,
+                        mobile=False)
+
+    async def screenshot(self, path: Path, top: int = 0, height: int | None = None) -> Path:
+        """The page as a PNG at `path`, from `top` down `height` CSS pixels (all of it by default),
+        for a person to look at (the tests read the DOM)."""
+        width, full = await self.evaluate("[Math.max(innerWidth, document.documentElement.scrollWidth), document.documentElement.scrollHeight]")
+        clip = {"x": 0, "y": top, "width": width, "height": min(height or full, full - top), "scale": 1}
+        shot = await self.send("Page.captureScreenshot", format="png", captureBeyondViewport=True, clip=clip)
+        path.write_bytes(base64.b64decode(shot["data"]))
+        return path
+
+    async def key(self, key: str) -> None:
+        """A real key press (keydown and keyup) of one printable key or Enter."""
+        text = "\r" if key == "Enter" else key
+        for kind in ("keyDown", "keyUp"):
+            await self.send("Input.dispatchKeyEvent", type=kind, key=key, text=text if kind == "keyDown" else "",
+                            code=f"Key{key.upper()}" if len(key) == 1 else key,
+                            windowsVirtualKeyCode=13 if key == "Enter" else ord(key.upper()))
 
 
 class Navigated(Exception):

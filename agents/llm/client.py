@@ -49,6 +49,7 @@ class Completion:
     finish_reason: str | None
     usage: Usage
     tool_calls: tuple[ToolCall, ...] = ()  # the functions the model called, when it was offered tools
+    raw: str = ""  # what else the provider sent with the answer, as JSON text (transport.Reply.raw)
 
 
 class LLMClient:
@@ -106,7 +107,8 @@ class LLMClient:
         self.usage.add(usage)
         if self.budget is not None:
             self.budget.spend(usage)
-        return Completion(text=reply.text, finish_reason=reply.finish_reason, usage=usage, tool_calls=reply.tool_calls)
+        return Completion(text=reply.text, finish_reason=reply.finish_reason, usage=usage, tool_calls=reply.tool_calls,
+                          raw=reply.raw)
 
     async def _with_retries(self, model: str, spec: ModelSpec, gate: ModelGate, messages: list[ChatMessage],
                             params: dict[str, Any]) -> tuple[Reply, int]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import os
 import pickle
 import re
@@ -86,6 +87,9 @@ class Reply:
     total_tokens: int
     cost_usd: float | None  # None: litellm's price map does not know the model
     tool_calls: tuple[ToolCall, ...] = ()
+    # What else the provider sent with the answer (the response's id, the message's reasoning or
+    # refusal, ...), as JSON text; "" when nothing. The transcript keeps it beside the answer.
+    raw: str = ""
 
     def redacted(self, secrets: Sequence[str]) -> Reply:
         """This reply with `secrets` (and anything shaped like a key) out of every text the provider
@@ -93,7 +97,8 @@ class Reply:
         return replace(self, text=redact(self.text, secrets),
                        finish_reason=None if self.finish_reason is None else redact(self.finish_reason, secrets),
                        served_model=None if self.served_model is None else redact(self.served_model, secrets),
-                       tool_calls=tuple(call.redacted(secrets) for call in self.tool_calls))
+                       tool_calls=tuple(call.redacted(secrets) for call in self.tool_calls),
+                       raw=redact(self.raw, secrets) if self.raw else "")
 
 
 class Transport(Protocol):
@@ -140,7 +145,24 @@ def reply_of(model: str, response: Any) -> Reply:
     return Reply(text=choice.message.content or "", finish_reason=choice.finish_reason,
                  served_model=getattr(response, "model", None), prompt_tokens=prompt, completion_tokens=completion,
                  total_tokens=total, tool_calls=tool_calls_of(choice.message),
-                 cost_usd=float(cost) if isinstance(cost, (int, float)) else price(model, prompt, completion))
+                 cost_usd=float(cost) if isinstance(cost, (int, float)) else price(model, prompt, completion),
+                 raw=raw_of(response, choice.message))
+
+
+# The message's fields the dialogue carries already (its text and calls), or that are always empty here.
+CARRIED = frozenset({"role", "content", "tool_calls", "function_call"})
+
+
+def raw_of(response: Any, message: Any) -> str:
+    """What the provider sent beside the answer's text and calls, as JSON text ("" when nothing):
+    the response's id and any other field of the message it filled (reasoning, refusal, citations)."""
+    fields: dict[str, Any] = {}
+    dump = getattr(message, "model_dump", None)
+    if callable(dump):
+        fields = {k: v for k, v in dump().items() if k not in CARRIED and v not in (None, "", [], {})}
+    if getattr(response, "id", None):
+        fields["id"] = str(response.id)
+    return json.dumps(fields, default=str) if fields else ""
 
 
 def tool_calls_of(message: Any) -> tuple[ToolCall, ...]:

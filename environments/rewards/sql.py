@@ -20,6 +20,7 @@ import re
 import warnings
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
@@ -35,39 +36,76 @@ def original_rows(rows: Sequence[tuple[Any, ...]]) -> list[str]:
     return [str(row) for row in rows]
 
 
+@dataclass(frozen=True, slots=True)
+class SqlScore:
+    """A reward and its parts: the multiset IoU of the rows, and Kendall's tau of the shared rows'
+    order where it scaled the IoU (None where it did not: no shared rows, an undefined tau, or in
+    strict mode a gold without ORDER BY)."""
+
+    reward: float
+    iou: float | None  # None: one side gave no result set
+    tau: float | None
+    agent_rows: int
+    gold_rows: int
+    shared_rows: int
+
+    def parts(self) -> dict[str, Any]:
+        return {"iou": _rounded(self.iou), "kendall_tau": _rounded(self.tau), "agent_rows": self.agent_rows,
+                "gold_rows": self.gold_rows, "shared_rows": self.shared_rows}
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(float(value), 4)
+
+
 def original_reward(agent: Rows, gold: Rows) -> float:
     """InterCode's `SqlEnv.get_reward`, value for value."""
+    return original_score(agent, gold).reward
+
+
+def original_score(agent: Rows, gold: Rows) -> SqlScore:
+    """`original_reward` with its parts."""
     if agent is None or gold is None:
-        return 0.0
+        return SqlScore(0.0, None, None, len(agent or ()), len(gold or ()), 0)
     dist_agent, dist_gold = Counter(agent), Counter(gold)
     intersection = dist_agent & dist_gold
     union = dist_agent | dist_gold  # the original's merge keeps each row's larger count: the same
+    sizes = (len(agent), len(gold), intersection.total())
     if not union:
-        return 1.0  # both empty
-    reward = intersection.total() / union.total()
+        return SqlScore(1.0, 1.0, None, *sizes)  # both empty
+    reward = iou = intersection.total() / union.total()
+    tau = None
     if intersection:
-        tau = _kendalltau(_common(agent, intersection), _common(gold, intersection))
-        if not math.isnan(tau):
+        value = _kendalltau(_common(agent, intersection), _common(gold, intersection))
+        if not math.isnan(value):
             # tau is a numpy float, so this is numpy's rounding (scale, round half even, unscale),
             # which differs from Python's on some halves: keep it, it is what the original did.
-            reward = float(round(tau * reward, 2))
-    return reward
+            reward, tau = float(round(value * reward, 2)), float(value)
+    return SqlScore(reward, iou, tau, *sizes)
 
 
 def strict_reward(agent: Rows, gold: Rows, *, ordered: bool) -> float:
     """Multiset IoU, times max(0, tau) of the common rows' positions when the gold is ordered."""
+    return strict_score(agent, gold, ordered=ordered).reward
+
+
+def strict_score(agent: Rows, gold: Rows, *, ordered: bool) -> SqlScore:
+    """`strict_reward` with its parts."""
     if agent is None or gold is None:
-        return 0.0
+        return SqlScore(0.0, None, None, len(agent or ()), len(gold or ()), 0)
     dist_agent, dist_gold = Counter(agent), Counter(gold)
     intersection = dist_agent & dist_gold
     union = dist_agent | dist_gold
+    sizes = (len(agent), len(gold), intersection.total())
     if not union:
-        return 1.0
-    reward = intersection.total() / union.total()
+        return SqlScore(1.0, 1.0, None, *sizes)
+    reward = iou = intersection.total() / union.total()
+    tau = None
     if ordered and intersection:
-        tau = float(_kendalltau(list(range(intersection.total())), _gold_positions(agent, gold, intersection)))
-        reward *= 1.0 if math.isnan(tau) else max(tau, 0.0)  # NaN: fewer than two rows, nothing to order
-    return round(reward, 2)
+        value = float(_kendalltau(list(range(intersection.total())), _gold_positions(agent, gold, intersection)))
+        tau = None if math.isnan(value) else value  # NaN: fewer than two rows, nothing to order
+        reward *= 1.0 if tau is None else max(tau, 0.0)
+    return SqlScore(round(reward, 2), iou, tau, *sizes)
 
 
 def _common(rows: Sequence[str], intersection: Counter[str]) -> list[str]:

@@ -9,11 +9,13 @@ How a cell becomes a log:
 - task: the task set; solver: the strategy; model: the sweep's model in Inspect's provider/name
   shape (see `inspect_model`), the sweep's own name kept in the log's metadata.
 - One sample per episode: id = the task id and epoch = the episode's epoch + 1 (Inspect counts
-  from 1); input = the query, target = the gold; messages = the query, then per turn the model's
-  answer (its action as a tool call named after the environment) and the observation (the tool's
-  reply; a user message when the answer held no action); scores `success` (1 or 0) and `reward`
-  (the best reward over the turns); metadata = status, failure class, error, image and digest,
-  served model; model usage = the tokens of the episode's LLM calls.
+  from 1); input = the query, target = the gold; messages = the episode's transcript (every
+  message the model saw, in order; each call a ModelEvent with the messages it sent, its tools
+  and its answer: inspect_transcript.py), or, in a store without one, the query, then per turn the
+  model's answer (its action as a tool call named after the environment) and the observation (the
+  tool's reply; a user message when the answer held no action); scores `success` (1 or 0) and
+  `reward` (the best reward over the turns); metadata = status, failure class, error, image and
+  digest, served model; model usage = the tokens of the episode's LLM calls.
 - Results: `success` with `accuracy` (the success rate) and `reward` with `mean`, counted as the
   report counts them: an episode cut short by the budget is incomplete, a sample without scores.
 - An infrastructure failure is a sample with an `error`, scored as a failure (the report keeps it
@@ -41,7 +43,9 @@ from inspect_ai.scorer import Score
 from inspect_ai.tool import ToolCall
 
 from orchestrator.store.export import safe_name
+from orchestrator.store.inspect_transcript import conversation, model_events
 from orchestrator.store.reader import read_only
+from orchestrator.store.transcript import StoredTranscript, decode
 
 Cell = tuple[str, str, str]  # (model, strategy, task_set)
 LOG_STATUS: dict[str, EvalStatus] = {  # the last run's status -> the log's
@@ -112,7 +116,8 @@ def _log(db: sqlite3.Connection, sweep: Sweep, cell: Cell) -> EvalLog:
     for row in db.execute("SELECT t.* FROM turns t JOIN episodes e ON e.id = t.episode_id WHERE e.model = ? "
                           "AND e.strategy = ? AND e.task_set = ? ORDER BY t.episode_id, t.idx", cell):
         turns[row["episode_id"]].append(row)
-    samples = [_sample(name, e, turns[e["id"]]) for e in episodes]
+    calls = _cell_calls(db, cell)
+    samples = [_sample(name, e, turns[e["id"]], calls.get(e["id"])) for e in episodes]
     usage = [u for s in samples for u in s.model_usage.values()]
     task_ids = list(dict.fromkeys(e["task_id"] for e in episodes))  # in the task sets' order
     spec = EvalSpec(
@@ -149,8 +154,33 @@ def _results(episodes: list[sqlite3.Row]) -> EvalResults:
     return EvalResults(total_samples=len(episodes), completed_samples=len(done), scores=scores)
 
 
-def _sample(model: str, e: sqlite3.Row, turns: list[sqlite3.Row]) -> EvalSample:
-    messages = _messages(model, e["env"], e["query"], turns)
+def _cell_calls(db: sqlite3.Connection, cell: Cell) -> dict[int, tuple[StoredTranscript, list[ModelUsage]]]:
+    """The transcripts of a cell's episodes, with each call's usage (none in a store without them)."""
+    if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'transcripts'").fetchone() is None:
+        return {}
+    usage: dict[int, list[ModelUsage]] = defaultdict(list)
+    for row in db.execute("SELECT c.episode_id, c.prompt_tokens, c.completion_tokens, c.cost_usd FROM llm_calls c "
+                          "JOIN episodes e ON e.id = c.episode_id WHERE e.model = ? AND e.strategy = ? AND "
+                          "e.task_set = ? ORDER BY c.episode_id, c.idx", cell):
+        usage[row[0]].append(ModelUsage(input_tokens=row[1], output_tokens=row[2], total_tokens=row[1] + row[2],
+                                        total_cost=row[3]))
+    found = {}
+    for eid, fmt, body in db.execute("SELECT t.episode_id, t.format, t.body FROM transcripts t JOIN episodes e ON "
+                                     "e.id = t.episode_id WHERE e.model = ? AND e.strategy = ? AND e.task_set = ?", cell):
+        found[eid] = (decode(body, fmt), usage.get(eid, []))
+    return found
+
+
+def _sample(model: str, e: sqlite3.Row, turns: list[sqlite3.Row],
+            stored: tuple[StoredTranscript, list[ModelUsage]] | None = None) -> EvalSample:
+    events = []
+    if stored is None:
+        messages = _messages(model, e["env"], e["query"], turns)
+    else:
+        transcript, usage = stored
+        messages = conversation(model, transcript, turns)
+        per_call = usage if len(usage) == len(transcript.calls) else [None] * len(transcript.calls)
+        events = model_events(model, transcript, per_call, datetime.fromtimestamp(e["started_at"], UTC))
     answers = [m for m in messages if isinstance(m, ChatMessageAssistant)]
     usage = ModelUsage(input_tokens=e["prompt_tokens"], output_tokens=e["completion_tokens"],
                        total_tokens=e["prompt_tokens"] + e["completion_tokens"], total_cost=e["cost_usd"])
@@ -162,7 +192,7 @@ def _sample(model: str, e: sqlite3.Row, turns: list[sqlite3.Row]) -> EvalSample:
         metadata={key: e[key] for key in ("status", "failure_class", "error", "env", "dataset", "task_index",
                                           "n_turns", "max_turns", "attempts", "image", "image_digest", "served_model")},
         model_usage={model: usage} if e["prompt_tokens"] or e["completion_tokens"] else {},
-        started_at=_utc(e["started_at"]), completed_at=_utc(e["finished_at"]),
+        started_at=_utc(e["started_at"]), completed_at=_utc(e["finished_at"]), events=events,
         total_time=e["finished_at"] - e["started_at"],
         error=EvalError(message=e["error"] or e["status"], traceback="", traceback_ansi="")
         if e["failure_class"] == "infra" else None)

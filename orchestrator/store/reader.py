@@ -39,9 +39,20 @@ def connect(path: Path, *, timeout: float = 5.0) -> sqlite3.Connection:
     """A read-only connection to the database at `path` (`mode=ro`; `immutable` where SQLite
     cannot make its shared-memory file, see the module's docstring). sqlite3.Error for a file
     that is no database; ConfigError for a store that this place keeps from being read."""
+    return _connected(path, timeout)[0]
+
+
+def read_uri(path: Path) -> str:
+    """The URI `connect` opens `path` by, for an ATTACH on another connection (the viewer's index)."""
+    db, uri = _connected(path, 5.0)
+    db.close()
+    return uri
+
+
+def _connected(path: Path, timeout: float) -> tuple[sqlite3.Connection, str]:
     uri = path.resolve().as_uri()
     try:
-        return _opened(f"{uri}?mode=ro", timeout)
+        return _opened(f"{uri}?mode=ro", timeout), f"{uri}?mode=ro"
     except sqlite3.OperationalError:
         unwritable = _unwritable(path.parent)
         if unwritable is None:
@@ -51,7 +62,7 @@ def connect(path: Path, *, timeout: float = 5.0) -> sqlite3.Connection:
         raise ConfigError(f"{path} cannot be read where it is: its latest episodes are in {path.name}-wal, which "
                           f"SQLite reads only with room to write beside it, and {_PLACES[unwritable]}: {fix} and "
                           "run the same command again") from None
-    return _opened(f"{uri}?immutable=1", timeout)
+    return _opened(f"{uri}?immutable=1", timeout), f"{uri}?immutable=1"
 
 
 _PLACES = {"read-only": "it is on read-only media", "full": "the disk is full"}

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from orchestrator.store.transcript import Transcript
+
 
 class EpisodeKey(NamedTuple):
     """An episode's identity within a sweep; a resume skips the keys already stored."""
@@ -57,6 +59,7 @@ class EpisodeRecord:
     turns: list[TurnRecord] = field(default_factory=list)
     calls: list[LLMCall] = field(default_factory=list)
     host: str | None = None  # where its containers ran (the last attempt's)
+    transcript: Transcript | None = None  # every message its model calls sent; None: not kept (`transcripts = false`)
 
     @property
     def reward(self) -> float:

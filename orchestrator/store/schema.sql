@@ -97,4 +97,25 @@ CREATE TABLE IF NOT EXISTS llm_calls (
     PRIMARY KEY (episode_id, idx)
 );
 
+-- An episode's transcript: every message its model calls sent, the tools they offered and each
+-- answer with what else the provider sent (orchestrator/store/transcript.py: each distinct message
+-- once, a call as runs of message numbers; the body is zlib-compressed JSON of that `format`).
+-- Stores written before it, or by a sweep with `transcripts = false`, have no row.
+CREATE TABLE IF NOT EXISTS transcripts (
+    episode_id INTEGER PRIMARY KEY REFERENCES episodes(id) ON DELETE CASCADE,
+    format     INTEGER NOT NULL,
+    calls      INTEGER NOT NULL,          -- model calls in it
+    body       BLOB NOT NULL
+);
+
 CREATE INDEX IF NOT EXISTS episodes_by_cell ON episodes (model, strategy, task_set);
+-- The viewer's orders of a whole store, each read forwards or backwards (view/queries.py SORTS),
+-- and one task in every cell and epoch (its task page).
+CREATE INDEX IF NOT EXISTS episodes_by_task ON episodes (task_id, epoch);
+CREATE INDEX IF NOT EXISTS episodes_by_reward ON episodes (reward DESC, id);
+CREATE INDEX IF NOT EXISTS episodes_by_turns ON episodes (n_turns DESC, id);
+CREATE INDEX IF NOT EXISTS episodes_by_status ON episodes (status, id);
+CREATE INDEX IF NOT EXISTS episodes_by_tokens ON episodes ((prompt_tokens + completion_tokens) DESC, id);
+CREATE INDEX IF NOT EXISTS episodes_by_cost ON episodes (coalesce(cost_usd, -1) DESC, id);
+-- The rewards of every turn without their texts (the viewer's charts read them all).
+CREATE INDEX IF NOT EXISTS turns_rewards ON turns (episode_id, idx, reward);

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 from foundation.errors import ConfigError, UserError
 from orchestrator.store.records import EpisodeKey, EpisodeRecord
+from orchestrator.store.transcript import FORMAT as TRANSCRIPT_FORMAT
 
 DB_NAME = "results.db"
 SCHEMA = Path(__file__).with_name("schema.sql")
@@ -192,6 +193,9 @@ class Store:
             db.executemany("INSERT INTO llm_calls VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", [
                 (episode_id, i, c.model, c.served_model, c.prompt_tokens, c.completion_tokens, c.latency_s,
                  c.attempts, c.cost_usd) for i, c in enumerate(r.calls)])
+            if r.transcript is not None and r.transcript.calls:
+                db.execute("INSERT INTO transcripts VALUES (?, ?, ?, ?)",
+                           (episode_id, TRANSCRIPT_FORMAT, len(r.transcript.calls), r.transcript.encode()))
 
 
 def _add_new_columns(db: sqlite3.Connection) -> None:

@@ -178,6 +178,8 @@ class SweepConfig(BaseModel):
     llm_workers: int = Field(1, ge=0, le=64, description="processes that make the LLM calls through litellm, off the "
                                                            "sweep's event loop (0: in the sweep's own process)")
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
+    transcripts: bool = Field(True, description="store every message each model call sent, the tools it offered "
+                              "and its answer (the viewer's episode page, export --format inspect)")
     cluster: ClusterSettings | None = Field(None, description="run the episodes on a Ray cluster's hosts")
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)  # where the file is: its tasks' paths start there
 

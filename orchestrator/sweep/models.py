@@ -11,25 +11,28 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import structlog
 from pydantic import SecretStr
 
-from agents.base import AnswerStyle, Message, Model, ToolAnswer, ToolMessage
+from agents.base import AnswerStyle, Message, Model, ToolAnswer, ToolMessage, ToolModel
 from agents.llm import Budget, Completion, LLMClient, ModelError, ModelSpec
 from agents.llm.server import ScriptedLLMServer, ScriptedToolCall, ServerConfig
 from agents.llm.transport import transport
 from agents.models import answer_as, check_llm, tool_call_as
+from agents.strategies.tools import assistant_message
 from environments.kind import gold_actions
 from foundation.concurrency import TaskOwner
 from foundation.errors import ConfigError
 from orchestrator.models import resolve_model
 from orchestrator.store import LLMCall
+from orchestrator.store.transcript import Transcript
 from orchestrator.sweep.config import LocalServer, ModelConfig, SweepConfig
 from tasks import Task
 
@@ -53,21 +56,27 @@ def check_models(config: SweepConfig, data_dir: Path | None) -> None:
 
 
 class RecordingModel:
-    """An LLM-backed model for one episode; every successful call lands in `calls`."""
+    """An LLM-backed model for one episode; every successful call lands in `calls`, and with a
+    `transcript`, what it sent, the tools it offered and the answer with the provider's other fields."""
 
-    def __init__(self, client: LLMClient, config: ModelConfig, calls: list[LLMCall]) -> None:
+    def __init__(self, client: LLMClient, config: ModelConfig, calls: list[LLMCall],
+                 transcript: Transcript | None = None) -> None:
         self.client, self.config, self.calls, self.name = client, config, calls, config.name
+        self.transcript = transcript
 
     async def complete(self, messages: Sequence[Message], *, task: Task, turn: int,
                        style: AnswerStyle = "fenced") -> str:
         completion = await self.client.complete(self.name, messages, **self._params(local_key(task, style, turn)))
-        return self._recorded(completion).text
+        self._recorded(completion, messages, None)
+        return completion.text
 
     async def complete_tools(self, messages: Sequence[ToolMessage], tools: Sequence[dict[str, Any]], *,
                              task: Task, turn: int) -> ToolAnswer:
         completion = await self.client.complete(self.name, messages, tools=tools,
                                                 **self._params(local_tools_key(task, turn)))
-        return ToolAnswer(self._recorded(completion).text, completion.tool_calls)
+        answer = ToolAnswer(completion.text, completion.tool_calls)
+        self._recorded(completion, messages, tools, answer)
+        return answer
 
     def _params(self, key: str) -> dict[str, Any]:
         params = dict(self.config.params)
@@ -79,11 +88,50 @@ class RecordingModel:
             return params | {"user": key}
         return params | {"extra_body": {**params.get("extra_body", {}), "user": key}}
 
-    def _recorded(self, completion: Completion) -> Completion:
+    def _recorded(self, completion: Completion, messages: Sequence[Any], tools: Sequence[dict[str, Any]] | None,
+                  answer: ToolAnswer | None = None) -> None:
         u = completion.usage
         self.calls.append(LLMCall(u.model, u.served_model, u.prompt_tokens, u.completion_tokens, u.latency_s,
                                   u.attempts, u.cost_usd))
-        return completion
+        if self.transcript is not None:
+            extra = {"finish_reason": completion.finish_reason} if completion.finish_reason else {}
+            if completion.raw:
+                extra |= json.loads(completion.raw)
+            message = assistant_message(answer) if answer is not None else {"role": "assistant", "content": completion.text}
+            self.transcript.record(messages, message, tools, extra)
+
+
+class TranscribedModel:
+    """An offline model (oracle, replay) whose answers go into the episode's transcript too, so its
+    episode page shows the prompts as an LLM would have had them."""
+
+    def __init__(self, model: Model, transcript: Transcript) -> None:
+        self.model, self.transcript, self.name = model, transcript, model.name
+
+    async def complete(self, messages: Sequence[Message], *, task: Task, turn: int,
+                       style: AnswerStyle = "fenced") -> str:
+        text = await self.model.complete(messages, task=task, turn=turn, style=style)
+        self.transcript.record(messages, {"role": "assistant", "content": text})
+        return text
+
+
+class TranscribedToolModel(TranscribedModel):
+    """A TranscribedModel of a model that also answers with tool calls."""
+
+    async def complete_tools(self, messages: Sequence[ToolMessage], tools: Sequence[dict[str, Any]], *,
+                             task: Task, turn: int) -> ToolAnswer:
+        answer = await cast(ToolModel, self.model).complete_tools(messages, tools, task=task, turn=turn)
+        self.transcript.record(messages, assistant_message(answer), tools)
+        return answer
+
+
+def transcribed(model: Model, transcript: Transcript | None) -> Model:
+    """`model` with its answers kept in `transcript` (as it is, without one)."""
+    if transcript is None:
+        return model
+    if callable(getattr(model, "complete_tools", None)):
+        return TranscribedToolModel(model, transcript)
+    return TranscribedModel(model, transcript)
 
 
 class SweepModels:
@@ -134,10 +182,11 @@ class SweepModels:
         assert budget is not None
         return budget.spent_usd - self.spent_before[0], budget.spent_tokens - self.spent_before[1]
 
-    def for_episode(self, name: str, calls: list[LLMCall]) -> Model:
+    def for_episode(self, name: str, calls: list[LLMCall], transcript: Transcript | None = None) -> Model:
+        """The episode's model: its LLM calls land in `calls`, and its dialogue in `transcript` if given."""
         if name in self._offline:
-            return self._offline[name]
-        return RecordingModel(self.client, self._configs[name], calls)
+            return transcribed(self._offline[name], transcript)
+        return RecordingModel(self.client, self._configs[name], calls, transcript)
 
 
 async def _start(client: LLMClient) -> None:

@@ -36,6 +36,7 @@ from environments.kind import kind_spec
 from environments.runtime import Runtime
 from foundation.errors import SandboxError, UserError
 from orchestrator.store import EpisodeRecord, LLMCall, TurnRecord
+from orchestrator.store.transcript import Transcript
 from orchestrator.sweep.models import SweepModels
 from orchestrator.sweep.plan import PlannedEpisode
 from tasks import Task
@@ -155,7 +156,8 @@ class EpisodeRunner:
 
     async def _play(self, episode: PlannedEpisode, record: EpisodeRecord, avoid: frozenset[str]) -> None:
         calls: list[LLMCall] = record.calls
-        model = self.models.for_episode(episode.model, calls)
+        record.transcript = Transcript() if self.models.config.transcripts else None
+        model = self.models.for_episode(episode.model, calls, record.transcript)
         strategy = get_strategy(episode.strategy)
         limit = self.time_limit(episode.task)
         deadline = asyncio.timeout(limit)

@@ -1,80 +1,50 @@
-"""The page shell every view shares: inline CSS, the live-update script, links and small widgets.
+"""The page shell every view shares, links and small widgets.
 
-Plain server-rendered HTML: no external resource, no build step. Every stored text goes through
-`esc` (model outputs and observations are arbitrary text). A page that changes while a sweep
-writes wraps its body in `<main id="live">`; the script polls the store's change token every
-second and, when it moved, fetches the same URL again as a fragment and swaps the body in (the
-fragment's X-Token says which state it shows).
+Plain server-rendered HTML: no external resource, no build step; the style sheet and the script
+are the viewer's own files (assets.py). Every stored text goes through `esc` (model outputs and
+observations are arbitrary text). A page that changes while a sweep writes wraps its body in
+`<main id="live">`; the script polls the store's change token while the run is going and, when it
+moved, fetches the same URL again as a fragment and swaps the body in (the fragment's X-Token says
+which state it shows).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from html import escape
 from urllib.parse import urlencode
 
+from orchestrator.view.assets import CSS_PATH, JS_PATH
+
 FOLD_CHARS, FOLD_LINES = 1200, 24  # longer texts are folded in <details>
-
-STYLE = """
-body { font: 14px/1.45 system-ui, sans-serif; margin: 1.2em auto; max-width: 1500px; color: #222; padding: 0 1em; }
-h1 { font-size: 1.5em; margin: .2em 0; } h2 { margin-top: 1.4em; border-bottom: 1px solid #ddd; font-size: 1.2em; }
-nav { margin-bottom: .8em; } nav a { margin-right: 1em; }
-table { border-collapse: collapse; margin: .5em 0 1em; }
-th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: right; white-space: nowrap; vertical-align: top; }
-th { background: #f2f2f2; } td.name, th.name, td.text { text-align: left; }
-td.text { white-space: normal; max-width: 50em; overflow-wrap: anywhere; }
-pre { background: #f7f7f7; border: 1px solid #e2e2e2; padding: .5em; white-space: pre-wrap; overflow-wrap: anywhere;
-      margin: .3em 0; max-height: 40em; overflow-y: auto; }
-.scroll { overflow-x: auto; } .muted { color: #777; } .bad { color: #b00020; } .good { color: #006b3c; }
-.turn { border-left: 3px solid #0072B2; padding-left: .8em; margin: 1em 0; }
-.pair { display: grid; grid-template-columns: 1fr 1fr; gap: 1.5em; } .pair > div { min-width: 0; }
-form.filters { display: flex; flex-wrap: wrap; gap: .6em; align-items: end; margin: .6em 0; }
-form.filters label { display: flex; flex-direction: column; font-size: .85em; }
-.chart { display: block; margin: .5em 0 1.5em; background: #fff; }
-.chart .title { font-weight: 600; font-size: 14px; } .chart .tick, .chart .legend { font-size: 11px; }
-.chart .label { font-size: 12px; } .chart .grid { stroke: #e4e4e4; } .chart .whisker { stroke: #222; stroke-width: 1.2; }
-.warn { background: #fff3cd; border: 1px solid #e0c36a; padding: .4em 1em; }
-"""
-
-LIVE_SCRIPT = """
-(function () {
-  const live = document.getElementById("live");
-  if (!live) return;
-  let token = live.dataset.token, busy = false;
-  setInterval(async function () {
-    if (busy) return;
-    busy = true;
-    try {
-      const answer = await fetch(live.dataset.tokenUrl, {cache: "no-store"});
-      const now = (await answer.json()).token;
-      if (now !== token) {
-        const page = await fetch(location.href, {cache: "no-store", headers: {"X-Fragment": "1"}});
-        if (page.ok) { live.innerHTML = await page.text(); token = page.headers.get("X-Token") || now; }
-      }
-    } catch (e) {
-      // the viewer may be restarting: the next tick tries again
-    } finally {
-      busy = false;
-    }
-  }, 1000);
-})();
-"""
 
 
 def esc(value: object) -> str:
     return escape("" if value is None else str(value))
 
 
+def name(value: object) -> str:
+    """A model, strategy, task set or task name, escaped, which a narrow column may break after its
+    slashes, underscores and dashes (rather than anywhere, or nowhere)."""
+    return re.sub(r"([/_-])", r"\1<wbr>", esc(value))
+
+
 def page(title: str, body: str, *, nav: str = "") -> str:
+    search = ('<form method="get" action="/search" role="search"><input name="text" placeholder="search every store" '
+              'aria-label="search every store"></form>')
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-            f"<title>{esc(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
-            f"<nav><a href=\"/\">stores</a>{nav}</nav>\n{body}\n<script>{LIVE_SCRIPT}</script>\n</body>\n</html>\n")
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+            f"<title>{esc(title)}</title>\n<link rel=\"stylesheet\" href=\"{CSS_PATH}\">\n"
+            f"<script src=\"{JS_PATH}\" defer></script>\n</head>\n<body>\n"
+            f"<nav class=\"top\"><a href=\"/\">stores</a>{nav}{search}</nav>\n{body}\n</body>\n</html>\n")
 
 
-def live(body: str, token: str, token_url: str) -> str:
-    """A body the live script refreshes when the store's token moves."""
-    return f'<main id="live" data-token="{esc(token)}" data-token-url="{esc(token_url)}">\n{body}\n</main>'
+def live(body: str, token: str, token_url: str, running: bool) -> str:
+    """A body the live script refreshes when the store's token moves, while a run is going."""
+    return (f'<main id="live" data-token="{esc(token)}" data-token-url="{esc(token_url)}" '
+            f'data-live="{1 if running else 0}">\n{body}\n</main>')
 
 
 def link(href: str, text: object, **attrs: str) -> str:
@@ -87,15 +57,22 @@ def url(path: str, params: Mapping[str, object] | None = None) -> str:
     return f"{path}?{query}" if query else path
 
 
-def table(header: Iterable[str] | None, rows: Iterable[Iterable[str]], table_id: str, names: int = 1) -> str:
+def table(header: Iterable[str] | None, rows: Iterable[Iterable[str]], table_id: str, names: int = 1, *,
+          css: str = "", texts: Sequence[int] = (), head_html: Sequence[str] | None = None) -> str:
     """A table of cells that are already HTML (escape text with `esc` first); the first `names`
-    columns are left-aligned; no header row when `header` is None."""
+    columns are left-aligned, the columns in `texts` wrap as running text; no header row when
+    `header` is None. `css`: classes of the table (`sortable`: its headers sort it in the page;
+    `keys`: j/k select its rows; `list`: as wide as the page); `head_html`: headers already HTML."""
+    def cell(i: int) -> str:
+        return " class=text" if i in texts else " class=name" if i < names else ""
+
     def row(cells: Iterable[str], tag: str) -> str:
-        return "<tr>" + "".join(f'<{tag}{" class=name" if i < names else ""}>{c}</{tag}>'
-                                for i, c in enumerate(cells)) + "</tr>"
+        return "<tr>" + "".join(f"<{tag}{cell(i)}>{c}</{tag}>" for i, c in enumerate(cells)) + "</tr>"
     body = "\n".join(row(r, "td") for r in rows)
-    head = "" if header is None else f'<thead>{row((esc(h) for h in header), "th")}</thead>\n'
-    return f'<div class="scroll"><table id="{table_id}">\n{head}<tbody>\n{body}\n</tbody>\n</table></div>'
+    heads = head_html if head_html is not None else None if header is None else [esc(h) for h in header]
+    head = "" if heads is None else f'<thead>{row(heads, "th")}</thead>\n'
+    classes = f' class="{css}"' if css else ""
+    return f'<div class="scroll"><table id="{table_id}"{classes}>\n{head}<tbody>\n{body}\n</tbody>\n</table></div>'
 
 
 def folded(text: str | None, label: str, css_class: str = "") -> str:
@@ -114,6 +91,12 @@ def when(timestamp: float | None) -> str:
     if not timestamp:
         return "—"
     return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def when_html(timestamp: float | None) -> str:
+    """`when`, allowed to break between the date and the time in a narrow column."""
+    return f'<span class="when">{esc(when(timestamp))}</span>'
+
 
 
 def money(value: float | None) -> str:

@@ -1,27 +1,22 @@
-"""The pages of one store: the overview (progress, the report's cells and plots), an episode list, an episode.
+"""The pages of one store: the overview (progress, the report's cells, charts) and an episode list.
 
 Numbers come from the report's own view (orchestrator/report/view.py) and plots from its SVG
-module, so the viewer and report.html always agree.
+module, so the viewer and report.html always agree; the viewer's own charts are charts.py's.
 """
 
 from __future__ import annotations
 
 from orchestrator.report.summary import CellSummary
 from orchestrator.report.svg import Bar, bar_chart, line_chart
-from orchestrator.report.view import CELL_COLUMNS, ReportView, cell_row, cut_text, paper_cell, pct
-from orchestrator.view.layout import esc, folded, link, money, pager, table, url, when
-from orchestrator.view.queries import (
-    FAILURE_CLASSES,
-    SORTS,
-    STATUSES,
-    CellProgress,
-    EpisodeDetail,
-    EpisodeFilter,
-    EpisodePage,
-)
+from orchestrator.report.view import ReportView, ci_text, cost_text, cut_text, num, paper_cell, pct
+from orchestrator.view import charts as ch
+from orchestrator.view.layout import esc, link, money, name, pager, table, url, when
+from orchestrator.view.lists import FORMATS, list_table
+from orchestrator.view.queries import FAILURE_CLASSES, FAILURE_LABELS, SORTS, STATUSES, CellProgress, EpisodeFilter, EpisodePage
 from orchestrator.view.source import Overview, Source
 
-TEXT_PREVIEW = 140  # characters of a task's query in a list
+CELL_HEAD = ("model", "strategy", "task set", "episodes", "success", "95% CI", "mean reward", "mean turns", "tokens",
+             "tokens / episode", "cost", "errors: model / task / infra / verifier", "cut by budget")
 
 
 def cell_link(source: Source, cell: tuple[str, str, str], text: object, **more: str) -> str:
@@ -37,17 +32,19 @@ def overview(source: Source, now: Overview) -> str:
     last_run = results.runs[-1] if results.runs else None
     run_text = (f"run {last_run.id} <span id=\"run-status\">{esc(last_run.status)}</span> since "
                 f"{when(last_run.started_at)} UTC on {esc(last_run.host)}" if last_run else "no run recorded")
-    parts = [f"<h1>Sweep {esc(results.sweep)}</h1>",
+    parts = [f"<h1>Sweep {esc(source.label)}</h1>",
              f"<p><code>{esc(source.path)}</code> · <span id=\"episode-count\">{stored}</span>{_of_planned(now)} "
-             "episodes stored"
-             f"{esc(cut_text(view.cut_by_budget))} · overall success {pct(view.overall_success)} · {run_text} · "
-             f"{link(f'/s/{source.index}/episodes', 'all episodes')}</p>",
+             f"episodes stored{esc(cut_text(view.cut_by_budget))} · overall success {pct(view.overall_success)} · "
+             f"{run_text} · {link(f'/s/{source.index}/episodes', 'all episodes')}</p>",
              "<h2>Progress per cell</h2>", _progress_table(source, progress)]
-    if not now.current:
+    if now.snapshot.token != now.token:
         parts.append(f'<p class="warn" id="behind">The statistics below are of {len(results.episodes)} '
                      "episodes: those stored since are being added (a page that is open updates itself).</p>")
     if view.summaries:
-        parts += _report(source, view)
+        charts = now.snapshot.charts
+        parts += _report(source, view) + (_charts(charts, view) if charts is not None else [
+            '<p class="muted" id="charts-pending">The charts are being drawn from every turn and LLM call; '
+            "this page shows them when they are ready.</p>"])
     return "\n".join(parts)
 
 
@@ -64,36 +61,73 @@ def _progress_table(source: Source, progress: list[CellProgress]) -> str:
     for p in progress:
         cell = (p.model, p.strategy, p.task_set)
         unsolved = p.episodes - p.successes  # what the link lists: cut episodes included (they are not solved)
-        rows.append([esc(p.model), esc(p.strategy), esc(p.task_set),
+        rows.append([name(p.model), name(p.strategy), name(p.task_set),
                      f'<span class="stored">{cell_link(source, cell, p.episodes)}</span>', str(p.successes),
                      cell_link(source, cell, unsolved, success="no", sort="reward-asc") if unsolved else "0",
                      cell_link(source, cell, p.failures, failure="any") if p.failures else "0", str(p.cut),
-                     when(p.last_finished)])
-    return table(("model", "strategy", "task set", "stored", "solved", "unsolved", "failed (model, task, infra)",
-                  "cut by budget", "last stored (UTC)"), rows, "progress", names=3)
+                     f'<span class="when">{when(p.last_finished)}</span>'])
+    return table(("model", "strategy", "task set", "stored", "solved", "unsolved", "with an error (model, task, "
+                  "infra, verifier)", "cut by budget", "last stored (UTC)"), rows, "progress", names=3,
+                 css="sortable keys")
+
+
+def _cell_row(source: Source, s: CellSummary) -> list[str]:
+    errors = " / ".join(str(s.failures[k]) for k in ("model", "task", "infra", "verifier"))
+    return [name(s.model), name(s.strategy), name(s.task_set),
+            cell_link(source, (s.model, s.strategy, s.task_set), s.episodes),
+            esc(f"{pct(s.success_rate)} ({s.successes})"), esc(ci_text(s)), num(s.mean_reward), num(s.mean_turns, 1),
+            f"{s.total_tokens:,}", num(s.mean_tokens, 0), esc(cost_text(s)), errors, str(s.cut)]
 
 
 def _report(source: Source, view: ReportView) -> list[str]:
-    rows = []
-    for s in view.summaries:
-        cells = [esc(c) for c in cell_row(s)]
-        cells[3] = cell_link(source, (s.model, s.strategy, s.task_set), s.episodes)
-        rows.append(cells)
     paper = view.table
-    paper_rows = [[esc(m), esc(s), *(esc(paper_cell(paper.get((m, s), ts))) for ts in paper.task_sets)]
+    paper_rows = [[name(m), name(s), *(esc(paper_cell(paper.get((m, s), ts))) for ts in paper.task_sets)]
                   for m, s in paper.rows]
-    parts = ["<h2>Per model × strategy × task set</h2>",
-             "<p>Success with its 95% Wilson interval, as in the report.</p>",
-             table(CELL_COLUMNS, rows, "cells", names=3),
-             "<h2>Success rate by task set</h2>", "<p>Success rate (mean reward).</p>",
-             table(["model", "strategy", *paper.task_sets], paper_rows, "paper-table", names=2),
-             "<h2>Success within a turn budget</h2>"]
+    return ["<h2>Per model × strategy × task set</h2>",
+            "<p>Success with its 95% Wilson interval, as in the report. Click a column's header to sort by it.</p>",
+            table(CELL_HEAD, [_cell_row(source, s) for s in view.summaries], "cells", names=3, css="sortable keys"),
+            "<h2>Success rate by task set</h2>", "<p>Success rate (mean reward).</p>",
+            table(["model", "strategy", *paper.task_sets], paper_rows, "paper-table", names=2, css="sortable")]
+
+
+def _charts(charts: ch.CellCharts, view: ReportView) -> list[str]:
+    cells = sorted(charts.cells)
+    numbers = [(ch.name(c), charts.cells[c]) for c in cells]
+    timed = [(n, v) for n, v in numbers if v.latency_p50 is not None]
+    parts = ["<h2>Tokens, cost and latency per cell</h2>", '<div class="charts">',
+             ch.hbars("tokens per episode", [(n, v.tokens_per_episode, f"{v.tokens_per_episode:,.0f}") for n, v in numbers],
+                      "chart-tokens"),
+             ch.hbars("cost (priced calls)", [(n, v.cost_usd or 0.0, money(v.cost_usd)) for n, v in numbers],
+                      "chart-cost")]
+    if timed:
+        parts.append(ch.hbars("LLM call latency, median (p95)", [
+            (n, v.latency_p50 or 0.0, f"{v.latency_p50:.2f} s ({v.latency_p95:.2f} s)") for n, v in timed], "chart-latency"))
+    parts.append("</div>")
+    by_set = sorted({c[2] for c in cells})
+    parts += ["<h2>Reward against turn</h2>", "<p>Mean over each cell's episodes of the best reward within the first "
+              "t turns.</p>", '<div class="charts">']
+    parts += [ch.lines(f"{ts}: mean best reward by turn t", "turn t",
+                       [(f"{c[0]} / {c[1]}", charts.reward_by_turn.get(c, [])) for c in cells if c[2] == ts],
+                       f"chart-reward-{i}") for i, ts in enumerate(by_set)]
+    parts += ["</div>", "<h2>Turns to success</h2>", "<p>Solved episodes by the turn at which they were solved.</p>",
+              '<div class="charts">']
+    for i, ts in enumerate(by_set):
+        series = [(f"{c[0]} / {c[1]}", _counts(charts.solved_at.get(c, {}))) for c in cells if c[2] == ts]
+        top = max((v for _, values in series for v in values), default=0)
+        if top:
+            parts.append(ch.lines(f"{ts}: episodes solved at turn t", "turn t", series, f"chart-solved-{i}",
+                                  top_value=float(top)))
+    parts += ["</div>", "<h2>Success within a turn budget</h2>"]
     parts += [line_chart(f"{task_set}: solved within t turns", "turn budget t", curves)
               for task_set, curves in view.curves.items()]
     parts.append("<h2>Success rate per model</h2>")
     parts += [_bar_chart(model, [s for s in view.summaries if s.model == model])
               for model in sorted({s.model for s in view.summaries})]
     return parts
+
+
+def _counts(solved: dict[int, int]) -> list[float]:
+    return [float(solved.get(t, 0)) for t in range(1, max(solved, default=0) + 1)]
 
 
 def _bar_chart(model: str, mine: list[CellSummary]) -> str:
@@ -104,95 +138,33 @@ def _bar_chart(model: str, mine: list[CellSummary]) -> str:
 
 
 def filter_form(source: Source, flt: EpisodeFilter) -> str:
-    def select(name: str, options: tuple[str, ...], current: str, blank: str) -> str:
-        items = "".join(f'<option value="{esc(o)}"{" selected" if o == current else ""}>{esc(o or blank)}</option>'
+    def select(name: str, label: str, options: tuple[str, ...], current: str, labels: dict[str, str]) -> str:
+        items = "".join(f'<option value="{esc(o)}"{" selected" if o == current else ""}>{esc(labels.get(o, o))}</option>'
                         for o in options)
-        return f'<label>{esc(name)}<select name="{name}">{items}</select></label>'
+        return f'<label>{esc(label)}<select name="{name}">{items}</select></label>'
 
-    def box(name: str, value: str, size: int = 14) -> str:
-        return f'<label>{esc(name.replace("_", " "))}<input name="{name}" value="{esc(value)}" size="{size}"></label>'
-
+    def box(name: str, value: str, size: int = 14, label: str = "") -> str:
+        return (f'<label>{esc(label or name.replace("_", " "))}<input name="{name}" value="{esc(value)}" '
+                f'size="{size}"></label>')
+    sort_labels = {s: s.replace("-asc", " (lowest first)").replace("-desc", " (last first)") for s in SORTS}
     return (f'<form class="filters" method="get" action="/s/{source.index}/episodes">'
             + box("model", flt.model) + box("strategy", flt.strategy, 10) + box("task_set", flt.task_set, 12)
-            + select("status", ("", *STATUSES), flt.status, "any")
-            + select("success", ("", "yes", "no"), flt.success, "any")
-            + select("failure", ("", *FAILURE_CLASSES), flt.failure, "")
-            + box("min_reward", flt.min_reward, 4) + box("max_reward", flt.max_reward, 4) + box("text", flt.text)
-            + select("sort", tuple(SORTS), flt.sort, "")
+            + select("status", "status", ("", *STATUSES), flt.status, {"": "all"})
+            + select("success", "solved", ("", "yes", "no"), flt.success, {"": "all"})
+            + select("failure", "error class", ("", *FAILURE_CLASSES), flt.failure, FAILURE_LABELS)
+            + box("min_reward", flt.min_reward, 4) + box("max_reward", flt.max_reward, 4)
+            + box("text", flt.text, 18, "words anywhere in the episode")
+            + select("sort", "order", tuple(SORTS), flt.sort, sort_labels)
+            + (f'<input type="hidden" name="task_id" value="{esc(flt.task_id)}">' if flt.task_id else "")
             + '<button type="submit">show</button></form>')
 
 
-def episode_list(source: Source, flt: EpisodeFilter, found: EpisodePage) -> str:
-    rows = [[link(f"/s/{source.index}/episodes/{r.id}", r.id, class_="episode"), esc(r.task_id), str(r.epoch),
-             esc(f"{r.model} / {r.strategy} / {r.task_set}"), _status(r.status), esc(r.failure_class or ""),
-             f"{r.reward:.2f}", str(r.n_turns), f"{r.tokens:,}", money(r.cost_usd), when(r.finished_at),
-             f'<span class="query">{esc(_preview(r.query))}</span>'] for r in found.rows]
+def episode_list(source: Source, flt: EpisodeFilter, found: EpisodePage, snippets: dict[int, str], note: str) -> str:
     base = f"/s/{source.index}/episodes"
+    downloads = " · ".join(link(url(base, flt.params(format=f)), f.upper(), class_="download") for f in FORMATS)
     return "\n".join([
-        f'<p><span id="match-count">{found.total}</span> episodes match.</p>',
-        table(("id", "task", "epoch", "cell", "status", "failure", "reward", "turns", "tokens", "cost",
-               "finished (UTC)", "query"), rows, "episodes", names=1),
+        f'<p class="warn" id="index-note">{esc(note)}</p>' if note else "",
+        f'<p><span id="match-count">{found.total}</span> episodes match · download the list as {downloads} · '
+        '<span class="keys-help">keys: j/k select, Enter opens, n/p next and previous page</span></p>',
+        list_table(source, flt, found.rows, snippets),
         pager(flt.page, found.pages, lambda n: url(base, flt.params(page=n)))])
-
-
-def _preview(text: str) -> str:
-    one_line = " ".join(text.split())
-    return one_line if len(one_line) <= TEXT_PREVIEW else one_line[:TEXT_PREVIEW - 1] + "…"
-
-
-def _status(status: str) -> str:
-    css = "good" if status == "solved" else "bad" if status.endswith("error") or status == "timeout" else ""
-    return f'<span class="status {css}">{esc(status)}</span>'
-
-
-def episode(source: Source, detail: EpisodeDetail) -> str:
-    """The whole episode: summary, task and gold, every turn, the LLM calls, lineage."""
-    e = detail.fields
-    cell = (e["model"], e["strategy"], e["task_set"])
-    summary = [["status", _status(e["status"])], ["failure class", esc(e["failure_class"] or "none")],
-               ["error", f'<span id="error">{esc(e["error"] or "")}</span>'], ["reward", f"{e['reward']:.3f}"],
-               ["success", "yes" if e["success"] else "no"], ["turns", f"{e['n_turns']} of {e['max_turns']}"],
-               ["tokens", f"{e['prompt_tokens']:,} prompt + {e['completion_tokens']:,} completion"],
-               ["cost", money(e["cost_usd"]) + (f" + {e['unpriced_calls']} unpriced calls" if e["unpriced_calls"]
-                                                else "")],
-               ["attempts", str(e["attempts"])],
-               ["time", f"{when(e['started_at'])} – {when(e['finished_at'])} UTC "
-                        f"({e['finished_at'] - e['started_at']:.2f} s)"]]
-    parts = [f"<h1>{esc(e['task_id'])} · epoch {e['epoch']}</h1>",
-             f"<p>{cell_link(source, cell, ' / '.join(cell))} · sweep {esc(e['sweep'])}</p>",
-             table(None, summary, "summary", names=2),
-             "<h2>Task</h2>", folded(e["query"], "query"), folded(e["gold"], "gold"),
-             f"<h2>Turns ({len(detail.turns)})</h2>", *_turns(detail),
-             f"<h2>LLM calls ({len(detail.calls)})</h2>", _calls(detail),
-             "<h2>Lineage</h2>", _lineage(detail)]
-    return "\n".join(parts)
-
-
-def _turns(detail: EpisodeDetail) -> list[str]:
-    if not detail.turns:
-        return ['<p class="muted">No turn was taken.</p>']
-    return [f'<section class="turn" id="turn-{i + 1}"><h3>Turn {i + 1} · reward after it: {t.reward:.3f}'
-            f'{"" if t.executed else " · not executed"}</h3>'
-            + folded(t.output, "model output", "output") + folded(t.action, "action", "action")
-            + folded(t.observation, "observation", "observation") + "</section>"
-            for i, t in enumerate(detail.turns)]
-
-
-def _calls(detail: EpisodeDetail) -> str:
-    if not detail.calls:
-        return '<p class="muted">No LLM call (an offline model, or none succeeded).</p>'
-    rows = [[str(i + 1), esc(c.model), esc(c.served_model or "—"), f"{c.prompt_tokens:,}", f"{c.completion_tokens:,}",
-             f"{c.latency_s * 1000:.0f} ms", str(c.attempts), money(c.cost_usd)] for i, c in enumerate(detail.calls)]
-    return table(("call", "model", "served as", "prompt tokens", "completion tokens", "latency", "attempts", "cost"),
-                 rows, "calls", names=3)
-
-
-def _lineage(detail: EpisodeDetail) -> str:
-    e, run = detail.fields, detail.run
-    rows = [["image", esc(e["image"])], ["image digest", esc(e["image_digest"] or "(unknown)")],
-            ["model as served", esc(e["served_model"] or "(not reported)")], ["environment", esc(e["env"])],
-            ["dataset", f"{esc(e['dataset'])} #{e['task_index']}"], ["run", f"{run.get('id', '—')} ({esc(run.get('status'))})"],
-            ["host", esc(e.get("host") or run.get("host") or "—")], ["sweep ran on", esc(run.get("host") or "—")],
-            ["git sha", esc(run.get("git_sha") or "—")],
-            ["sweep file sha256", esc(run.get("sweep_hash") or "—")]]
-    return table(None, rows, "lineage", names=2)

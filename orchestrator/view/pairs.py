@@ -1,7 +1,9 @@
 """Two runs side by side: episodes paired on (model, strategy, task set, task, epoch), flipped first.
 
-The pairing key is compare's (orchestrator/nightly/compare.py); the pairs are read with one join
-over both stores (the second ATTACHed read-only), a page at a time.
+The pairing key is compare's (orchestrator/nightly/compare.py). Every pair of the two stores is
+read with one join (the second store ATTACHed read-only) and kept while neither store changes
+(the app caches it under both change tokens), so a page of pairs, a cell's pairs and the next
+flipped task from a pair's page are lookups in memory.
 """
 
 from __future__ import annotations
@@ -21,12 +23,11 @@ SELECT a.id, b.id, a.model, a.strategy, a.task_set, a.task_id, a.epoch,
 FROM main.episodes a CROSS JOIN other.episodes b
   ON b.sweep IN ({sweeps}) AND b.model = a.model AND b.strategy = a.strategy AND b.task_set = a.task_set
  AND b.task_id = a.task_id AND b.epoch = a.epoch
-{where}
 ORDER BY a.success = b.success, b.success, a.model, a.strategy, a.task_set, a.task_id, a.epoch
 """
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Pair:
     """One task in both runs (A the baseline, B the current run)."""
 
@@ -50,6 +51,14 @@ class Pair:
             return "same"
         return "fixed" if self.b_success else "broken"
 
+    @property
+    def flipped(self) -> bool:
+        return self.a_success != self.b_success
+
+    def in_cell(self, cell: tuple[str, str, str]) -> bool:
+        return all(not want or want == have for want, have in zip(cell, (self.model, self.strategy, self.task_set),
+                                                                   strict=True))
+
 
 @dataclass(frozen=True)
 class PairPage:
@@ -62,24 +71,48 @@ class PairPage:
         return max(1, -(-self.total // PAGE_SIZE))
 
 
-def pair_page(db: sqlite3.Connection, other: Path, cell: tuple[str, str, str], page: int,
-              flipped_only: bool) -> PairPage:
-    """Page `page` (from 1) of the pairs of `cell` (empty parts: any), flipped first; `db` is A's."""
+def all_pairs(db: sqlite3.Connection, other: Path) -> list[Pair]:
+    """Every pair of A (`db`) and B (`other`), flipped first, then by cell, task and epoch."""
     db.execute("ATTACH DATABASE ? AS other", (f"{other.resolve().as_uri()}?mode=ro",))
     sweeps = [row[0] for row in db.execute("SELECT DISTINCT sweep FROM other.episodes")]
     if not sweeps:
-        return PairPage([], 0, 0)
-    clauses, args = [], list(sweeps)
-    for column, value in zip(("model", "strategy", "task_set"), cell, strict=True):
-        if value:
-            clauses.append(f"a.{column} = ?")
-            args.append(value)
-    base = " WHERE " + " AND ".join(clauses) if clauses else ""
-    flipped_where = (base + " AND " if base else " WHERE ") + "a.success != b.success"
-    marks = ", ".join("?" * len(sweeps))
-    body = PAIRS_SQL.format(sweeps=marks, where=flipped_where if flipped_only else base)
-    (total,) = db.execute(f"SELECT count(*) FROM ({body})", args).fetchone()
-    (flipped,) = db.execute(f"SELECT count(*) FROM ({PAIRS_SQL.format(sweeps=marks, where=flipped_where)})",
-                            args).fetchone()
-    rows = db.execute(body + " LIMIT ? OFFSET ?", [*args, PAGE_SIZE, (page - 1) * PAGE_SIZE]).fetchall()
-    return PairPage([Pair(*r[:11], bool(r[11]), bool(r[12])) for r in rows], total, flipped)
+        return []
+    rows = db.execute(PAIRS_SQL.format(sweeps=", ".join("?" * len(sweeps))), sweeps)
+    return [Pair(*r[:11], bool(r[11]), bool(r[12])) for r in rows]
+
+
+class Pairs:
+    """Every pair of two stores in the list's order, with each cell's pairs apart (a page of one
+    cell, or a pair's neighbours in it, is then no pass over every pair)."""
+
+    def __init__(self, pairs: list[Pair]) -> None:
+        self.all = pairs
+        self.by_cell: dict[tuple[str, str, str], list[Pair]] = {("", "", ""): pairs}
+        for pair in pairs:
+            self.by_cell.setdefault((pair.model, pair.strategy, pair.task_set), []).append(pair)
+
+    def of(self, cell: tuple[str, str, str]) -> list[Pair]:
+        """The pairs of `cell` (an empty part: any), in the list's order; a filter of part of a
+        cell (a model's) is kept once made."""
+        if cell not in self.by_cell:
+            self.by_cell[cell] = [p for p in self.all if p.in_cell(cell)] if not all(cell) else []
+        return self.by_cell[cell]
+
+
+def pair_page(pairs: Pairs, cell: tuple[str, str, str], page: int, flipped_only: bool) -> PairPage:
+    """Page `page` (from 1) of the pairs of `cell` (empty parts: any), flipped first."""
+    mine = pairs.of(cell)
+    flipped = sum(p.flipped for p in mine)
+    shown = [p for p in mine if p.flipped] if flipped_only else mine
+    start = (page - 1) * PAGE_SIZE
+    return PairPage(shown[start:start + PAGE_SIZE], len(shown), flipped)
+
+
+def flipped_around(pairs: Pairs, cell: tuple[str, str, str], a_id: int, b_id: int) -> tuple[Pair | None, Pair | None]:
+    """The flipped pairs of `cell` before and after the pair (a_id, b_id) in the list's order (the
+    first flipped one after nothing, when the pair is not in the list)."""
+    order = pairs.of(cell)
+    here = next((i for i, p in enumerate(order) if p.a_id == a_id and p.b_id == b_id), -1)
+    before = next((p for p in reversed(order[:here]) if p.flipped), None) if here > 0 else None
+    after = next((p for p in order[here + 1:] if p.flipped), None)
+    return before, after

@@ -1,46 +1,71 @@
-"""The viewer's SQL: per-cell progress, filtered and paged episode lists, one episode, paired tasks.
+"""The viewer's SQL of lists: filters, orders, pages, an episode's neighbours in a list, per-cell progress.
 
 Every list is a page (LIMIT/OFFSET) over an indexed filter, so no page reads a whole store into
 memory. Filter values arrive from a URL: they are checked here, and a bad one is a ConfigError
-line the page shows.
+line the page shows (a 400). Text is searched in the full-text index (search.py) when the store
+has one attached as `idx`, else in the task's id and query only.
 """
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
 from foundation.errors import ConfigError
-from orchestrator.store.records import LLMCall, TurnRecord
+from orchestrator.view.search import fts_query
 
 PAGE_SIZE = 50
+MAX_ID = 2**63 - 1  # SQLite's largest integer: a larger number is no episode, not an overflow
+MAX_PAGE = 10**9
 STATUSES = ("solved", "submitted", "max_turns", "model_error", "budget_exhausted", "timeout", "task_error",
             "infra_error", "verifier_error")
 FAILURE_CLASSES = ("none", "any", "model", "task", "infra", "verifier")
-SORTS = {  # name -> ORDER BY; id last so every order is total and pages never overlap
-    "newest": "e.id DESC",
-    "oldest": "e.id",
-    "reward": "e.reward DESC, e.id",
-    "reward-asc": "e.reward, e.id",
-    "turns": "e.n_turns DESC, e.id",
-    "task": "e.task_id, e.epoch, e.id",
-    "tokens": "e.prompt_tokens + e.completion_tokens DESC, e.id",
-    "cost": "e.cost_usd DESC, e.id",
+FAILURE_LABELS = {"": "all", "none": "no error", "any": "any error"}
+Key = tuple[tuple[str, bool], ...]  # (expression over `episodes e`, descending?)
+# name -> order; every order ends in the id, so it is total and pages never overlap. Expressions
+# never NULL (coalesce), so an episode's place in an order can be compared (neighbours).
+SORTS: dict[str, Key] = {
+    "newest": (("e.id", True),),
+    "oldest": (("e.id", False),),
+    "reward": (("e.reward", True), ("e.id", False)),
+    "reward-asc": (("e.reward", False), ("e.id", True)),
+    "turns": (("e.n_turns", True), ("e.id", False)),
+    "turns-asc": (("e.n_turns", False), ("e.id", True)),
+    "task": (("e.task_id", False), ("e.epoch", False), ("e.id", False)),
+    "task-desc": (("e.task_id", True), ("e.epoch", True), ("e.id", True)),
+    "cell": (("e.model", False), ("e.strategy", False), ("e.task_set", False), ("e.id", False)),
+    "cell-desc": (("e.model", True), ("e.strategy", True), ("e.task_set", True), ("e.id", True)),
+    "status": (("e.status", False), ("e.id", False)),
+    "status-desc": (("e.status", True), ("e.id", True)),
+    "tokens": (("e.prompt_tokens + e.completion_tokens", True), ("e.id", False)),
+    "tokens-asc": (("e.prompt_tokens + e.completion_tokens", False), ("e.id", True)),
+    "cost": (("coalesce(e.cost_usd, -1)", True), ("e.id", False)),
+    "cost-asc": (("coalesce(e.cost_usd, -1)", False), ("e.id", True)),
 }
-LIST_COLUMNS = ("e.id, e.model, e.strategy, e.task_set, e.task_id, e.epoch, e.status, e.failure_class, e.reward, "
-                "e.n_turns, e.prompt_tokens + e.completion_tokens, e.cost_usd, e.query, e.finished_at")
+# Each order and its reverse is one index of schema.sql read forwards or backwards (so a deep page
+# of the whole store steps through an index instead of sorting 100,000 rows): the tie-break by id
+# turns with the column.
+
+
+def whole_number(text: str, name: str, low: int = 0, high: int = MAX_ID) -> int:
+    """`text` as a whole number in [low, high]; a ConfigError line otherwise."""
+    if not (text.isascii() and text.isdigit()) or not low <= int(text) <= high:
+        raise ConfigError(f"{name} must be a whole number from {low} to {high}, not {text[:40]!r}")
+    return int(text)
 
 
 @dataclass(frozen=True)
 class EpisodeFilter:
-    """What an episode list shows: a cell (any part may be empty: all), status, success, failure
-    class ("none", "any" or one), a reward range, text in the task's query or id, the order and the page (from 1)."""
+    """What an episode list shows: a cell (any part may be empty: all), status, success, error
+    class ("none", "any" or one), a reward range, words anywhere in the episode, the order and the page (from 1)."""
 
     model: str = ""
     strategy: str = ""
     task_set: str = ""
+    task_id: str = ""
     status: str = ""
     success: str = ""  # "", "yes" or "no"
     failure: str = ""
@@ -54,26 +79,22 @@ class EpisodeFilter:
     def from_query(cls, query: Mapping[str, str]) -> EpisodeFilter:
         """From URL parameters; ConfigError naming the first bad one."""
         values: dict[str, Any] = {f.name: query[f.name].strip() for f in fields(cls) if query.get(f.name)}
-        if values.get("status", "") not in ("", *STATUSES):
-            raise ConfigError(f"unknown status {values['status']!r}: one of {', '.join(STATUSES)}")
-        if values.get("success", "") not in ("", "yes", "no"):
-            raise ConfigError(f"success must be yes or no, not {values['success']!r}")
-        if values.get("failure", "") not in ("", *FAILURE_CLASSES):
-            raise ConfigError(f"unknown failure class {values['failure']!r}: one of {', '.join(FAILURE_CLASSES)}")
-        if values.get("sort", "newest") not in SORTS:
-            raise ConfigError(f"unknown sort {values['sort']!r}: one of {', '.join(SORTS)}")
+        _one_of("status", values.get("status", ""), ("", *STATUSES))
+        _one_of("success", values.get("success", ""), ("", "yes", "no"))
+        _one_of("failure (error class)", values.get("failure", ""), ("", *FAILURE_CLASSES))
+        _one_of("sort", values.get("sort", "newest"), tuple(SORTS))
         for name in ("min_reward", "max_reward"):
             _number(name, values.get(name, ""))
-        page = values.get("page", "1")
-        if not str(page).isdigit() or int(page) < 1:
-            raise ConfigError(f"page must be a whole number from 1, not {page!r}")
-        values["page"] = int(page)
+        values["page"] = whole_number(str(values.get("page", "1")), "page", 1, MAX_PAGE)
+        if values.get("text"):
+            fts_query(values["text"])  # a search without a word is a bad filter, not an empty one
         return cls(**values)
 
-    def where(self) -> tuple[str, list[Any]]:
-        """The WHERE clause (over `episodes e`) and its arguments."""
+    def where(self, full_text: bool) -> tuple[str, list[Any]]:
+        """The WHERE clause (over `episodes e`) and its arguments; `full_text`: the store's text index
+        is attached as `idx` (else text is looked for in the task's id and query)."""
         clauses, args = [], []
-        for column in ("model", "strategy", "task_set", "status"):
+        for column in ("model", "strategy", "task_set", "task_id", "status"):
             if getattr(self, column):
                 clauses.append(f"e.{column} = ?")
                 args.append(getattr(self, column))
@@ -85,30 +106,54 @@ class EpisodeFilter:
         elif self.failure:
             clauses.append("e.failure_class = ?")
             args.append(self.failure)
-        if self.min_reward:
-            clauses.append("e.reward >= ?")
-            args.append(float(self.min_reward))
-        if self.max_reward:
-            clauses.append("e.reward <= ?")
-            args.append(float(self.max_reward))
-        if self.text:
-            clauses.append("(instr(e.query, ?) > 0 OR instr(e.task_id, ?) > 0)")
+        for bound, op in (("min_reward", ">="), ("max_reward", "<=")):
+            if getattr(self, bound):
+                clauses.append(f"e.reward {op} ?")
+                args.append(float(getattr(self, bound)))
+        if self.text and full_text:
+            clauses.append("f.episode_text MATCH ?")  # the index drives the join: see `source`
+            args.append(fts_query(self.text))
+        elif self.text:
+            clauses.append("(instr(lower(e.query), lower(?)) > 0 OR instr(e.task_id, ?) > 0)")
             args += [self.text, self.text]
         return (" WHERE " + " AND ".join(clauses)) if clauses else "", args
+
+    def source(self, full_text: bool) -> str:
+        """The FROM clause of `where`: the episodes, or with words to find, the index's matches joined
+        to them (the matches first: they are fewer than the episodes, and come in id order, so the
+        newest page of a search stops after 50)."""
+        if self.text and full_text:
+            return "idx.episode_text f CROSS JOIN episodes e ON e.id = f.rowid"
+        return "episodes e"
+
+    def order(self, full_text: bool, reverse: bool = False) -> str:
+        """The ORDER BY of the filter's sort (by the index's rowid, the same number, when it drives)."""
+        text = order_by(self.sort, reverse)
+        return text.replace("e.id", "f.rowid") if self.text and full_text else text
 
     def params(self, **changes: Any) -> dict[str, str]:
         """The non-default fields as URL parameters, with `changes` applied."""
         merged = {f.name: getattr(self, f.name) for f in fields(self)} | changes
         defaults = EpisodeFilter()
-        return {k: str(v) for k, v in merged.items() if v != getattr(defaults, k)}
+        return {k: str(v) for k, v in merged.items() if v != getattr(defaults, k, None)}
+
+
+def _one_of(name: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        shown = ", ".join(a for a in allowed if a)
+        raise ConfigError(f"{name} {value[:40]!r} is not one of {shown}")
 
 
 def _number(name: str, text: str) -> None:
     try:
-        if text:
-            float(text)
+        if text and not math.isfinite(float(text)):
+            raise ValueError
     except ValueError:
-        raise ConfigError(f"{name} must be a number, not {text!r}") from None
+        raise ConfigError(f"{name} must be a finite number, not {text[:40]!r}") from None
+
+
+def order_by(sort: str, reverse: bool = False) -> str:
+    return ", ".join(f"{expr} {'ASC' if desc == reverse else 'DESC'}" for expr, desc in SORTS[sort])
 
 
 @dataclass(frozen=True)
@@ -129,6 +174,10 @@ class EpisodeRow:
     finished_at: float
 
 
+LIST_COLUMNS = ", ".join(f"e.{f.name}" for f in fields(EpisodeRow)).replace(
+    "e.tokens", "e.prompt_tokens + e.completion_tokens")
+
+
 @dataclass(frozen=True)
 class EpisodePage:
     rows: list[EpisodeRow]
@@ -139,16 +188,58 @@ class EpisodePage:
         return max(1, -(-self.total // PAGE_SIZE))
 
 
-def episode_page(db: sqlite3.Connection, flt: EpisodeFilter) -> EpisodePage:
+def episode_page(db: sqlite3.Connection, flt: EpisodeFilter, full_text: bool) -> EpisodePage:
     """One page of the filter's episodes. The ids are sorted first and the page's rows read after:
-    SQLite's sorter then moves a key and an id per episode, not the whole row (4x faster at 100,000)."""
-    where, args = flt.where()
-    order = SORTS[flt.sort]
-    (total,) = db.execute(f"SELECT count(*) FROM episodes e{where}", args).fetchone()
-    page_ids = f"SELECT e.id FROM episodes e{where} ORDER BY {order} LIMIT ? OFFSET ?"
-    rows = db.execute(f"SELECT {LIST_COLUMNS} FROM episodes e WHERE e.id IN ({page_ids}) ORDER BY {order}",
-                      [*args, PAGE_SIZE, (flt.page - 1) * PAGE_SIZE]).fetchall()
-    return EpisodePage([EpisodeRow(*row) for row in rows], total)
+    SQLite's sorter then moves a key and an id per episode, not the whole row (4x faster at 100,000).
+    A page past the last is a ConfigError line."""
+    where, args = flt.where(full_text)
+    source, order = flt.source(full_text), flt.order(full_text)
+    (total,) = db.execute(f"SELECT count(*) FROM {source}{where}", args).fetchone()
+    found = EpisodePage([], total)
+    if flt.page > found.pages:
+        raise ConfigError(f"page {flt.page} is past the last page, {found.pages} ({total} episodes match)")
+    ids = [row[0] for row in db.execute(f"SELECT e.id FROM {source}{where} ORDER BY {order} LIMIT ? OFFSET ?",
+                                        [*args, PAGE_SIZE, (flt.page - 1) * PAGE_SIZE])]
+    rows = {row[0]: EpisodeRow(*row) for row in db.execute(
+        f"SELECT {LIST_COLUMNS} FROM episodes e WHERE e.id IN ({', '.join('?' * len(ids))})", ids)}
+    return EpisodePage([rows[i] for i in ids if i in rows], total)
+
+
+def all_rows(db: sqlite3.Connection, flt: EpisodeFilter, full_text: bool) -> list[EpisodeRow]:
+    """Every episode of the filter, in its order (a download of the list)."""
+    where, args = flt.where(full_text)
+    return [EpisodeRow(*row) for row in db.execute(
+        f"SELECT {LIST_COLUMNS} FROM {flt.source(full_text)}{where} ORDER BY {flt.order(full_text)}", args)]
+
+
+def neighbours(db: sqlite3.Connection, flt: EpisodeFilter, episode_id: int, full_text: bool) -> tuple[int | None, int | None]:
+    """The episodes before and after `episode_id` in the filter's list (None at either end, or when
+    it is not in the list): the next row past its key in the list's order, each way."""
+    key = SORTS[flt.sort]
+    row = db.execute(f"SELECT {', '.join(expr for expr, _ in key)} FROM episodes e WHERE e.id = ?",
+                     (episode_id,)).fetchone()
+    if row is None:
+        return None, None
+    where, args = flt.where(full_text)
+    found = []
+    for reverse in (True, False):
+        beyond, more = _past(key, list(row), reverse)
+        clause = (where + " AND " if where else " WHERE ") + beyond
+        hit = db.execute(f"SELECT e.id FROM {flt.source(full_text)}{clause} ORDER BY {flt.order(full_text, reverse)} "
+                         "LIMIT 1", [*args, *more]).fetchone()
+        found.append(hit[0] if hit else None)
+    return found[0], found[1]
+
+
+def _past(key: Key, values: list[Any], reverse: bool) -> tuple[str, list[Any]]:
+    """The rows after `values` in the order `key` (before it when `reverse`): k1 past v1, or k1 = v1
+    and k2 past v2, and so on (a row value comparison cannot mix directions)."""
+    options, args = [], []
+    for i, (expr, desc) in enumerate(key):
+        equal = [f"{e} = ?" for e, _ in key[:i]]
+        options.append("(" + " AND ".join([*equal, f"{expr} {'<' if desc != reverse else '>'} ?"]) + ")")
+        args += [*values[:i], values[i]]
+    return "(" + " OR ".join(options) + ")", args
 
 
 @dataclass(frozen=True)
@@ -160,7 +251,7 @@ class CellProgress:
     task_set: str
     episodes: int
     successes: int
-    failures: int  # any failure class
+    failures: int  # any error class
     cut: int
     last_finished: float
 
@@ -174,30 +265,3 @@ FROM episodes GROUP BY model, strategy, task_set ORDER BY model, strategy, task_
 
 def progress(db: sqlite3.Connection) -> list[CellProgress]:
     return [CellProgress(*row) for row in db.execute(PROGRESS_SQL)]
-
-
-@dataclass(frozen=True)
-class EpisodeDetail:
-    """Everything stored about one episode, with its run's lineage."""
-
-    fields: dict[str, Any]  # the episodes row, by column name
-    run: dict[str, Any]  # the runs row it was stored by
-    turns: list[TurnRecord]
-    calls: list[LLMCall]
-
-
-def episode_detail(db: sqlite3.Connection, episode_id: int) -> EpisodeDetail | None:
-    db.row_factory = sqlite3.Row
-    row = db.execute("SELECT * FROM episodes WHERE id = ?", (episode_id,)).fetchone()
-    if row is None:
-        return None
-    run = db.execute("SELECT id, host, git_sha, sweep_hash, started_at, status FROM runs WHERE id = ?",
-                     (row["run_id"],)).fetchone()
-    db.row_factory = None
-    turns = [TurnRecord(o, a, obs, r, bool(x)) for o, a, obs, r, x in db.execute(
-        "SELECT output, action, observation, reward, executed FROM turns WHERE episode_id = ? ORDER BY idx",
-        (episode_id,))]
-    calls = [LLMCall(*c) for c in db.execute(
-        "SELECT model, served_model, prompt_tokens, completion_tokens, latency_s, attempts, cost_usd FROM llm_calls "
-        "WHERE episode_id = ? ORDER BY idx", (episode_id,))]
-    return EpisodeDetail(dict(row), dict(run) if run else {}, turns, calls)

@@ -13,18 +13,20 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from foundation.errors import ConfigError, UserError
 from foundation.concurrency import TaskOwner
+from foundation.errors import ConfigError, UserError
 from orchestrator.report.data import Results, load_results
 from orchestrator.report.view import ReportView, build_view
 from orchestrator.store import reader
 from orchestrator.store.reader import REQUIRED_TABLES, database_path
 from orchestrator.store.store import SCHEMA_VERSION
+from orchestrator.view.charts import CellCharts, cell_charts
 from orchestrator.view.queries import CellProgress, progress
+from orchestrator.view.search import IndexKeeper
 from orchestrator.view.sweeplog import PlannedEpisodes
 
 T = TypeVar("T")
@@ -42,6 +44,8 @@ class Snapshot:
     token: tuple[Any, ...]
     results: Results
     view: ReportView
+    charts: CellCharts | None = None  # drawn after the view, from every turn and call (None: not yet)
+    charts_token: tuple[Any, ...] | None = None  # the store's state they are of
 
 
 @dataclass(frozen=True)
@@ -56,7 +60,7 @@ class Overview:
 
     @property
     def current(self) -> bool:
-        return self.snapshot.token == self.token
+        return self.snapshot.token == self.token == self.snapshot.charts_token
 
 
 @dataclass
@@ -72,11 +76,23 @@ class Source:
     outdir: Path
     path: Path
     sweep: str
+    label: str = ""  # the sweep's name, with its directory where another open store has the same name
     _snapshot: Snapshot | None = None
     _refresh: asyncio.Task[Snapshot] | None = None
+    _drawing: asyncio.Task[None] | None = None  # the charts of the latest view
     _progress: tuple[tuple[Any, ...], list[CellProgress]] | None = field(default=None, repr=False)
     _planned: PlannedEpisodes | None = field(default=None, repr=False)
-    _tasks: TaskOwner = field(default_factory=lambda: TaskOwner("view"), repr=False)  # the refresh
+    _tasks: TaskOwner = field(default_factory=lambda: TaskOwner("view"), repr=False)  # the refresh, the index
+    _keeper: IndexKeeper | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self.label = self.label or self.sweep
+        self._keeper = IndexKeeper(self.path, self._tasks)
+
+    @property
+    def keeper(self) -> IndexKeeper:
+        assert self._keeper is not None
+        return self._keeper
 
     @classmethod
     def open(cls, index: int, outdir: Path) -> Source:
@@ -98,10 +114,27 @@ class Source:
         """fn(connection) in a worker thread, on a read-only connection of its own."""
         return await asyncio.to_thread(_with_connection, self.path, fn)
 
+    async def call_searching(self, fn: Callable[[sqlite3.Connection, bool], T], text: bool = True) -> tuple[T, str]:
+        """fn(connection, full_text): for a query with words to look for (`text`), with the store's
+        text index brought up to date and attached as `idx` where there is one (full_text says so);
+        and the index's note for the page ("" when it covers the whole store)."""
+        if not text:
+            return await self.call(lambda db: fn(db, False)), ""
+        usable, note = await self.keeper.current()
+        index = self.keeper.index
+
+        def with_index(db: sqlite3.Connection) -> T:
+            if usable:
+                index.attach(db)
+            return fn(db, usable)
+        return await self.call(with_index), note
+
     async def token(self) -> tuple[Any, ...]:
-        """Changes whenever an episode is stored (or replaced) or a run starts or ends."""
+        """Changes whenever an episode is stored (or replaced) or a run starts or ends; its last
+        part is the latest run's status."""
         (row,) = await self.rows("SELECT (SELECT max(id) FROM episodes), (SELECT count(*) FROM episodes), "
-                                 "(SELECT group_concat(status) FROM runs)")
+                                 "(SELECT group_concat(status) FROM runs), "
+                                 "(SELECT status FROM runs ORDER BY id DESC LIMIT 1)")
         return tuple(row)
 
     async def overview(self) -> Overview:
@@ -124,6 +157,7 @@ class Source:
 
     async def aclose(self) -> None:
         # The refresh, if one runs: its error, if it failed, was for a page nobody waits for any more.
+        self.keeper.close()
         await self._tasks.aclose()
 
     def _refresh_for(self, token: tuple[Any, ...]) -> asyncio.Task[Snapshot] | None:
@@ -142,8 +176,24 @@ class Source:
 
     async def _compute(self, token: tuple[Any, ...]) -> Snapshot:
         results = await asyncio.to_thread(load_results, self.outdir)
-        self._snapshot = Snapshot(token, results, await asyncio.to_thread(build_view, results))
+        view = await asyncio.to_thread(build_view, results)
+        last = self._snapshot
+        self._snapshot = Snapshot(token, results, view, last.charts if last else None, last.charts_token if last else None)
+        self._draw()
         return self._snapshot
+
+    def _draw(self) -> None:
+        """The charts read every turn and call (seconds at 100,000 episodes): drawn in a task of their
+        own after the view, so no page waits for them; the last ones are shown meanwhile."""
+        if self._drawing is not None and not self._drawing.done():
+            return
+        self._drawing = self._tasks.spawn(self._charts(), name="charts")
+
+    async def _charts(self) -> None:
+        while self._snapshot is not None and self._snapshot.charts_token != self._snapshot.token:
+            token = self._snapshot.token
+            charts = await self.call(cell_charts)
+            self._snapshot = replace(self._snapshot, charts=charts, charts_token=token)
 
     async def _progress_at(self, token: tuple[Any, ...]) -> list[CellProgress]:
         if self._progress is None or self._progress[0] != token:
@@ -153,6 +203,39 @@ class Source:
 
 def token_text(token: tuple[Any, ...]) -> str:
     return ":".join(map(str, token))
+
+
+def running(token: tuple[Any, ...]) -> bool:
+    """Whether the store's latest run is going (its pages keep polling), by its change token."""
+    return token[-1] == "running"
+
+
+def share_indexes(sources: Sequence[Source]) -> None:
+    """A store opened twice (`view OUT OUT`) has one text index, kept by its first Source."""
+    first: dict[Path, Source] = {}
+    for source in sources:
+        keeper = first.setdefault(source.path.resolve(), source)._keeper
+        source._keeper = keeper
+
+
+def label_sources(sources: Sequence[Source]) -> None:
+    """Stores of the same sweep name are told apart by their directories: the name, then the shortest
+    end of each path that differs between them ("quickstart (night-2/out)")."""
+    by_name: dict[str, list[Source]] = {}
+    for source in sources:
+        by_name.setdefault(source.sweep, []).append(source)
+    for same in by_name.values():
+        if len(same) < 2:
+            continue
+        parts = [source.outdir.resolve().parts for source in same]
+        for depth in range(1, max(len(p) for p in parts) + 1):
+            ends = ["/".join(p[-depth:]) for p in parts]
+            if len(set(ends)) == len(ends):
+                break
+        if len(set(ends)) < len(ends):  # one directory opened twice
+            ends = [f"{end} #{source.index}" for source, end in zip(same, ends, strict=True)]
+        for source, end in zip(same, ends, strict=True):
+            source.label = f"{source.sweep} ({end})"
 
 
 def connect(path: Path) -> sqlite3.Connection:

@@ -1,0 +1,172 @@
+"""An episode's transcript: every message each model call sent, the tools it offered, and its answer.
+
+A dialogue grows by appending (and, with a window, drops its oldest turns), so consecutive calls
+share almost all of their messages. The transcript keeps each distinct message once, in the order
+it first appeared, and a call as the runs of message numbers it sent (`[[0, 2], [5, 9]]`: messages
+0-1 and 5-8), the tool list it offered (a number into the episode's distinct tool lists) and its
+answer (a message number, with what else the provider sent beside it: finish reason, reasoning).
+No prefix is stored twice; rebuilding call k's messages is a lookup per run.
+
+A message is kept as the model saw it at the call: a strategy that edits a message afterwards
+(the paper's Try Again puts its parser's reading in place of the answer) makes a new one.
+
+Stored (table `transcripts`) as zlib-compressed JSON, `{"messages": [...], "tools": [[...]],
+"calls": [{"sent": runs, "tools": n | null, "answer": n, "extra": {...}}]}`: the feedback
+messages repeat their template and the question every turn, which the compression keeps once.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+FORMAT = 1  # the body's layout; a reader refuses one it does not know
+LEVEL = 6  # zlib's default: level 9 saves 1-2% more for twice the time
+
+
+@dataclass
+class Transcript:
+    """Filled as the episode's model calls return (`record`), encoded once when it is stored."""
+
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    tools: list[list[dict[str, Any]]] = field(default_factory=list)
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    _seen: dict[Any, int] = field(default_factory=dict, repr=False)
+    _tool_seen: dict[str, int] = field(default_factory=dict, repr=False)
+
+    def record(self, sent: Sequence[Mapping[str, Any]], answer: Mapping[str, Any],
+               tools: Sequence[Mapping[str, Any]] | None = None, extra: Mapping[str, Any] | None = None) -> None:
+        """One call: the messages it sent, its answer as the dialogue carries it, the tools it offered,
+        and what else the provider sent with the answer."""
+        numbers = [self._number(message) for message in sent]
+        call: dict[str, Any] = {"sent": runs(numbers), "answer": self._number(answer)}
+        if tools:
+            call["tools"] = self._tool_number(tools)
+        if extra:
+            call["extra"] = dict(extra)
+        self.calls.append(call)
+
+    def _number(self, message: Mapping[str, Any]) -> int:
+        key = _key(message)
+        number = self._seen.get(key)
+        if number is None:
+            number = self._seen[key] = len(self.messages)
+            self.messages.append(dict(message))  # a copy: the strategy may change its own afterwards
+        return number
+
+    def _tool_number(self, tools: Sequence[Mapping[str, Any]]) -> int:
+        text = json.dumps(tools, sort_keys=True)
+        if text not in self._tool_seen:
+            self._tool_seen[text] = len(self.tools)
+            self.tools.append([dict(tool) for tool in tools])
+        return self._tool_seen[text]
+
+    def encode(self) -> bytes:
+        body = {"messages": self.messages, "tools": self.tools, "calls": self.calls}
+        return zlib.compress(json.dumps(body, separators=(",", ":"), default=str).encode(), LEVEL)
+
+
+def _key(message: Mapping[str, Any]) -> Any:
+    """What makes two messages the same. A plain one (role and text) is keyed by the pair, whose
+    strings hash once (the dialogue sends the same string objects call after call)."""
+    content = message.get("content")
+    if len(message) == 2 and isinstance(content, str):
+        return message.get("role"), content
+    return json.dumps(message, sort_keys=True, default=str)
+
+
+def runs(numbers: Sequence[int]) -> list[list[int]]:
+    """Consecutive numbers as half-open runs: [0, 1, 4, 5, 6] -> [[0, 2], [4, 7]]."""
+    found: list[list[int]] = []
+    for n in numbers:
+        if found and found[-1][1] == n:
+            found[-1][1] = n + 1
+        else:
+            found.append([n, n + 1])
+    return found
+
+
+@dataclass(frozen=True)
+class Call:
+    """One model call as read back: what it sent, the tools it offered, its answer; `added` are the
+    messages of `sent` the dialogue gained since the call before (its answer left out when the
+    dialogue carries it as it was: the page shows it once, as that call's answer)."""
+
+    sent: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None
+    answer: dict[str, Any]
+    extra: dict[str, Any]
+    added: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class StoredTranscript:
+    messages: list[dict[str, Any]]
+    calls: list[Call]
+
+
+def decode(body: bytes, format_: int = FORMAT) -> StoredTranscript:
+    """The transcript of a stored body; ValueError for a format this reader does not know."""
+    if format_ != FORMAT:
+        raise ValueError(f"transcript format {format_} is newer than this reader ({FORMAT})")
+    data = json.loads(zlib.decompress(body))
+    messages, tools = data["messages"], data["tools"]
+    calls: list[Call] = []
+    before: list[int] = []
+    answer = -1
+    for call in data["calls"]:
+        numbers = [n for start, stop in call["sent"] for n in range(start, stop)]
+        added = numbers[kept(before, numbers):]
+        if added and added[0] == answer:
+            added = added[1:]
+        calls.append(Call([messages[n] for n in numbers], tools[call["tools"]] if "tools" in call else None,
+                          messages[call["answer"]], call.get("extra", {}), [messages[n] for n in added]))
+        before, answer = numbers, call["answer"]
+    return StoredTranscript(messages, calls)
+
+
+def kept(before: Sequence[int], now: Sequence[int]) -> int:
+    """How many leading messages of `now` the call before sent too. A dialogue keeps a head
+    (system prompt, question), may drop its oldest turns after it (a window), and appends: so
+    `now` is before's first h, then before's messages from h + d on, then what is new. The
+    largest such explanation wins (a window of n messages: at most n**3 steps, n is small)."""
+    best = 0
+    for h in range(min(len(before), len(now)) + 1):
+        if h and before[h - 1] != now[h - 1]:
+            break
+        for d in range(len(before) - h + 1):
+            tail = before[h + d:]
+            if len(tail) + h > best and list(now[h:h + len(tail)]) == list(tail):
+                best = h + len(tail)
+    return best
+
+
+def answer_text(answer: Mapping[str, Any]) -> str:
+    """An answer as a turn's `output` holds it: the text, then one `name(arguments)` line per tool
+    call (the tools strategy's rendering)."""
+    lines = [str(answer.get("content") or "").strip()]
+    lines += [f"{c['function']['name']}({c['function']['arguments']})" for c in answer.get("tool_calls") or []
+              if isinstance(c, dict) and "function" in c]
+    return "\n".join(line for line in lines if line)
+
+
+def turns_of_calls(calls: Sequence[Call], outputs: Sequence[str]) -> list[list[int]]:
+    """For each call, the turns (indices into `outputs`) its answer produced. A turn belongs to the
+    next call whose answer reads as the turn's output, or else to the previous turn's call (a tools
+    answer makes a turn per tool call); the search goes forward only, over calls that made no turn
+    (a plan). A turn no answer produced (a closing `submit` the strategy or the sweep made) stays
+    with the call before it."""
+    texts = [answer_text(call.answer) for call in calls]
+    owned: list[list[int]] = [[] for _ in calls]
+    at = -1
+    for turn, whole in enumerate(outputs):
+        output = whole.strip()
+        ahead = next((i for i in range(at + 1, len(calls)) if texts[i] == output), None)
+        if ahead is not None and (at < 0 or texts[at] != output or ahead == at + 1):
+            at = ahead  # a model that repeats itself: the next call, not the same one again
+        if calls:
+            owned[max(at, 0)].append(turn)
+    return owned

@@ -1,0 +1,119 @@
+"""The handlers of one store's pages, and of the search of every store."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+
+from aiohttp import web
+
+from foundation.errors import ConfigError
+from orchestrator.view import find_pages, pages
+from orchestrator.view.compare_pages import compare_url
+from orchestrator.view.answers import SOURCES, download, episode_id, html, nav, source_of
+from orchestrator.view.detail import EpisodeDetail, episode_detail
+from orchestrator.view.episode_page import episode as episode_html
+from orchestrator.view.layout import esc, link, table
+from orchestrator.view.lists import FORMATS, episode_href, snippets
+from orchestrator.view.lists import download as list_download
+from orchestrator.view.queries import EpisodeFilter, EpisodePage, all_rows, episode_page, neighbours
+from orchestrator.view.source import Source, running, token_text
+
+
+async def index(request: web.Request) -> web.StreamResponse:
+    sources = request.app[SOURCES]
+    if len(sources) == 1:
+        raise web.HTTPFound("/s/0")
+    rows = [[link(f"/s/{s.index}", s.label), esc(s.path)] for s in sources]
+    body = f"<h1>Stores</h1>{table(('sweep', 'results'), rows, 'stores', names=2, css='keys')}"
+    pairs = [link(compare_url(sources[i], sources[j]), f"{sources[i].label} → {sources[j].label}")
+             for i in range(len(sources)) for j in range(len(sources)) if i < j]
+    body += "<h2>Side by side</h2><ul>" + "".join(f'<li class="compare">{p}</li>' for p in pairs) + "</ul>"
+    return html(request, "stores", body)
+
+
+async def overview(request: web.Request) -> web.StreamResponse:
+    source = source_of(request)
+    now = await source.overview()
+    body = pages.overview(source, now)
+    # A page whose statistics are behind carries a token no store has, so the live script asks again.
+    page_token = token_text(now.token) + ("" if now.current else "~")
+    return html(request, f"sweep {source.label}", body, page_token, f"/s/{source.index}/token", nav(source),
+                running=running(now.token) or not now.current)
+
+
+async def token(request: web.Request) -> web.StreamResponse:
+    now = await source_of(request).token()
+    return web.json_response({"token": token_text(now), "live": running(now)})
+
+
+def _format(request: web.Request) -> str:
+    fmt = request.query.get("format", "")
+    if fmt not in ("", *FORMATS):
+        raise ConfigError(f"format must be one of {', '.join(FORMATS)}, not {fmt[:20]!r}")
+    return fmt
+
+
+async def episodes(request: web.Request) -> web.StreamResponse:
+    source = source_of(request)
+    flt, fmt = EpisodeFilter.from_query(request.query), _format(request)
+    if fmt:
+        rows, _ = await source.call_searching(lambda db, full: all_rows(db, flt, full), bool(flt.text))
+        return download(*list_download(rows, fmt), f"episodes.{fmt}")
+    now = await source.token()
+
+    def read(db: sqlite3.Connection, full: bool) -> tuple[EpisodePage, dict[int, str]]:
+        found = episode_page(db, flt, full)
+        return found, snippets(db, [r.id for r in found.rows], flt.text, source.index) if flt.text else {}
+    (found, marks), note = await source.call_searching(read, bool(flt.text))
+    body = pages.episode_list(source, flt, found, marks, note)
+    return html(request, f"episodes of {source.label}", body, token_text(now), f"/s/{source.index}/token", nav(source),
+                above=f"<h1>Episodes of {esc(source.label)}</h1>" + pages.filter_form(source, flt),
+                running=running(now))
+
+
+async def episode(request: web.Request) -> web.StreamResponse:
+    source = source_of(request)
+    number = episode_id(request.match_info["episode"], source)
+    flt = EpisodeFilter.from_query(request.query)
+
+    def read(db: sqlite3.Connection, full: bool) -> tuple[EpisodeDetail | None, tuple[int | None, int | None]]:
+        return episode_detail(db, number), neighbours(db, flt, number, full)
+    (detail, (before, after)), _ = await source.call_searching(read, bool(flt.text))
+    if detail is None:
+        raise web.HTTPNotFound(text=f"no episode {number} in {source.path}")
+    around = [link(episode_href(source.index, n, flt), text, rel=rel) for n, text, rel in
+              ((before, "← previous episode", "prev"), (after, "next episode →", "next")) if n is not None]
+    in_list = f" · {' · '.join(around)} <span class=\"keys-help\">(keys n/p)</span>" if around else ""
+    return html(request, f"episode {number}", episode_html(source, detail, in_list), nav=nav(source))
+
+
+async def task(request: web.Request) -> web.StreamResponse:
+    source = source_of(request)
+    task_id = request.query.get("task_id", "")
+    if not task_id:
+        raise ConfigError("task_id is missing: /s/N/task?task_id=DATASET/INDEX")
+    found = await source.call(lambda db: find_pages.task_episodes(db, task_id))
+    if found is None:
+        raise web.HTTPNotFound(text=f"no episode of task {task_id[:80]!r} in {source.path}")
+    elsewhere = [s for s in request.app[SOURCES] if s is not source]
+    return html(request, f"task {task_id}", find_pages.task_page(source, task_id, found, elsewhere), nav=nav(source))
+
+
+async def search_all(request: web.Request) -> web.StreamResponse:
+    text = request.query.get("text", "").strip()
+    sections = []
+    if text:
+        flt = EpisodeFilter.from_query({"text": text})
+        found = await asyncio.gather(*(_searched(s, flt) for s in request.app[SOURCES]))
+        sections = [find_pages.search_section(s, text, *f) for s, f in zip(request.app[SOURCES], found, strict=True)]
+    return html(request, f"search {text}", find_pages.search_page(text, sections))
+
+
+async def _searched(source: Source, flt: EpisodeFilter) -> tuple[EpisodePage, dict[int, str], str]:
+    def read(db: sqlite3.Connection, full: bool) -> tuple[EpisodePage, dict[int, str]]:
+        found = episode_page(db, flt, full)
+        shown = [r.id for r in found.rows[:find_pages.SHOWN_PER_STORE]]
+        return found, snippets(db, shown, flt.text, source.index)
+    (found, marks), note = await source.call_searching(read)
+    return found, marks, note
