@@ -132,7 +132,8 @@ class PythonEnv(Environment):
         except PARSE_ERRORS as err:
             return f"Error executing action: {err}", False
         result = original_result((await self._python([code])).results[0])
-        self.last_function = (defined_functions(code) or [self.last_function])[-1]
+        if functions := defined_functions(code):
+            self.last_function = functions[-1]
         return str(result), not result["error"]
 
     async def _python(self, codes: list[str], **options: Any) -> PythonRun:

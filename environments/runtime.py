@@ -16,7 +16,7 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar, cast
 
 import aiodocker
 import structlog
@@ -25,6 +25,7 @@ from environments.gold import GoldCache
 from foundation.concurrency import SharedWork
 from foundation.engine import CALL_TIMEOUT, EngineSettings, engine, engine_call, engine_host, engine_settings
 from foundation.engine_watch import EngineWatch
+from foundation.errors import SandboxError
 from foundation.pool import ActionLimits, Hardening, ImagePoolConfig, Pool
 from foundation.sandbox import SandboxProvider
 
@@ -44,6 +45,8 @@ def default_pool_config(image: str) -> ImagePoolConfig:
                                hardening=Hardening(network=True, memory_mb=2048, cpus=2.0, pids=2048))  # a thread per connection
     return ImagePoolConfig(min_idle=0, max_size=16)
 
+
+_S = TypeVar("_S")  # what a shared service is
 
 class Runtime:
     def __init__(self, docker: aiodocker.Docker | None, pool: SandboxProvider, *, data_dir: Path | None = None,
@@ -146,14 +149,21 @@ class Runtime:
             self._workdirs[image] = config.get("WorkingDir") or "/"
         return self._workdirs[image]
 
-    async def service(self, name: str, start: Callable[[AsyncExitStack], Awaitable[Any]]) -> Any:
+    def engine_client(self, needed_for: str) -> aiodocker.Docker:
+        """The Docker client, for what only a Docker engine can do (`needed_for`, in words); a
+        runtime over a Docker-free provider has none: SandboxError saying so."""
+        if self.docker is None:
+            raise SandboxError(f"{needed_for} needs a Docker engine; this runtime has none (a local sandbox provider)")
+        return self.docker
+
+    async def service(self, name: str, start: Callable[[AsyncExitStack], Awaitable[_S]]) -> _S:
         """A shared service (like the SQL server), started once on first use and stopped with the
         runtime, or when the engine comes back after going away (then started again on next use).
         Its start runs in a task of the runtime's (SharedWork): an episode cancelled while it waits
         stops only its own wait, and a start that fails fails every episode waiting for it."""
         if name in self._services:
-            return self._services[name][0]
-        return await self._starting.get(name, lambda: self._start_service(name, start))
+            return cast(_S, self._services[name][0])
+        return cast(_S, await self._starting.get(name, lambda: self._start_service(name, start)))
 
     async def _start_service(self, name: str, start: Callable[[AsyncExitStack], Awaitable[Any]]) -> Any:
         stack = AsyncExitStack()

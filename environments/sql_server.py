@@ -74,7 +74,7 @@ class QueryOutcome:
         return self.error is None
 
 
-class QuietCursor(aiomysql.SSCursor):
+class QuietCursor(aiomysql.SSCursor):  # type: ignore[misc]  # aiomysql has no types
     """Unbuffered (rows are read as far as the cap, not all into memory), and without aiomysql's
     SHOW WARNINGS round trip that turns server notes into Python warnings; mysql.connector, which
     the original used, left warnings alone by default too."""
@@ -243,7 +243,7 @@ async def forget_if_dead(runtime: Runtime, server: SqlServer) -> None:
     server that is only slow stays; an engine that went away is the engine watch's to handle."""
     try:
         async with engine_call("inspect the SQL container", container_id=server.container_id, image=server.image):
-            info = await runtime.docker.containers.container(server.container_id).show()
+            info = await runtime.engine_client("the SQL server").containers.container(server.container_id).show()
         running = bool((info.get("State") or {}).get("Running"))
     except aiodocker.DockerError:  # 404: it is gone
         running = False
@@ -258,7 +258,7 @@ async def start_server(runtime: Runtime, image: str, stack: AsyncExitStack, sett
     """Lease the image's container for the runtime's lifetime, wait until MariaDB answers, and
     create the read-only account."""
     sandbox = await stack.enter_async_context(runtime.pool.lease(image))
-    host = await _address(runtime.docker, sandbox)
+    host = await _address(runtime.engine_client("the SQL environment"), sandbox)
     await _wait_ready(sandbox, settings.ready_timeout)
     password = secrets.token_hex(16)
     await _create_reader(sandbox, password)

@@ -15,6 +15,7 @@ of a `Reply` (`Reply.redacted`). A reply keeps no headers: only Retry-After is r
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import json
 import os
@@ -24,7 +25,7 @@ import sys
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import structlog
 
@@ -285,8 +286,12 @@ class WorkerTransport:
         await asyncio.gather(*self._starting.values())
         await asyncio.gather(*(w.ready for w in self._workers if w.ready is not None))
         if dead := [w for w in self._workers if not w.alive]:
-            raise ModelError("llm-worker", f"the LLM worker process exited at start (code {dead[0].process.returncode}); "
+            code = dead[0].process.returncode if dead[0].process is not None else None
+            raise ModelError("llm-worker", f"the LLM worker process exited at start (code {code}); "
                              "its last words are in the sweep log", kind="connection")
+
+    def _started(self, index: int, _: asyncio.Task[None]) -> None:
+        self._starting.pop(index, None)
 
     def _respawn(self, worker: _Worker) -> None:
         """Start `worker` in the background unless it runs or is being started."""
@@ -296,7 +301,7 @@ class WorkerTransport:
             log.warning("llm_worker_restart", worker=worker.index, code=worker.process.returncode)
         task = self._spawner.start(self._spawn(worker), name=f"start worker {worker.index}")
         self._starting[worker.index] = task
-        task.add_done_callback(lambda _, i=worker.index: self._starting.pop(i, None))
+        task.add_done_callback(functools.partial(self._started, worker.index))
 
     @staticmethod
     async def _spawn(worker: _Worker) -> None:
@@ -346,7 +351,7 @@ class WorkerTransport:
                 stdin.write(frame((call_id, "cancel", None)))
             raise
         if status == "ok":
-            return body
+            return cast(Reply, body)
         if status == "lost":
             raise ModelError(request.model, body, kind="connection")
         return _raise(request.model, body)

@@ -170,7 +170,7 @@ def _number(value: int | float | Decimal) -> str:
     """One spelling per number: integers exactly, the rest to 10 significant digits."""
     if isinstance(value, float) and not math.isfinite(value):
         return repr(value)
-    if value == int(value) and abs(value) < 2**63:
+    if value == int(value) and -(2**63) < value < 2**63:
         return str(int(value))
     return format(float(value), ".10g")
 

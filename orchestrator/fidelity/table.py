@@ -88,7 +88,8 @@ class Row:
     def off(self) -> bool:
         """Whether the recomputed rate is more than a point off the recorded one."""
         rates = self.rates()
-        return rates["recorded"] is not None and abs(rates["recomputed"] - rates["recorded"]) > POINT
+        recorded, recomputed = rates["recorded"], rates["recomputed"]
+        return recorded is not None and recomputed is not None and abs(recomputed - recorded) > POINT
 
 
 Table = list[tuple[Row, list[Row]]]  # each cell's total, and its files' rows
@@ -204,9 +205,10 @@ def _cell_name(row: Row) -> str:
 
 def _off(row: Row, cell: bool) -> str:
     rates = row.rates()
-    if rates["recorded"] is None:
+    recorded, recomputed = rates["recorded"], rates["recomputed"]
+    if recorded is None or recomputed is None:
         return "-"
-    points = 100 * (rates["recomputed"] - rates["recorded"])
+    points = 100 * (recomputed - recorded)
     return f"{points:+.1f}{'!' if cell and row.off() else ''}"
 
 

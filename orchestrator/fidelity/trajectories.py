@@ -206,10 +206,12 @@ def text_field(value: dict[str, Any], name: str) -> str:
 
 
 def _turns(history: dict[str, Any], fmt: str) -> list[RecordedTurn]:
-    columns = [history.get(name) for name in COLUMNS]
-    for name, column in zip(COLUMNS, columns):
+    columns: list[list[Any]] = []
+    for name in COLUMNS:
+        column = history.get(name)
         if not isinstance(column, list):
             raise BadEpisode(f"turn_history.{name} is {json_value(column)}; expected a list, one entry per turn")
+        columns.append(column)
     actions, observations, rewards = columns
     if fmt == N_TURN and actions[-1:] == [BLOCKED] and len(actions) == len(rewards) == len(observations) + 1:
         columns[1] = observations + [None]  # the policy raised: logged without an observation

@@ -39,6 +39,7 @@ from inspect_ai.log import (EvalConfig, EvalDataset, EvalError, EvalLog, EvalMet
                             EvalResults, EvalSample, EvalScore, EvalSpec, EvalStats, EvalStatus, write_eval_log)
 from inspect_ai.model import (ChatCompletionChoice, ChatMessage, ChatMessageAssistant, ChatMessageTool,
                               ChatMessageUser, ModelOutput, ModelUsage)
+from inspect_ai.event import Event
 from inspect_ai.scorer import Score
 from inspect_ai.tool import ToolCall
 
@@ -144,12 +145,12 @@ def _results(episodes: list[sqlite3.Row]) -> EvalResults:
     done = [e for e in episodes if e["status"] != CUT]
     scores = []
     if done:
-        counts = {"scored_samples": len(done), "unscored_samples": len(episodes) - len(done)}
+        scored, unscored = len(done), len(episodes) - len(done)
         rate = sum(e["success"] for e in done) / len(done)
         mean = sum(e["reward"] for e in done) / len(done)
-        scores = [EvalScore(name="success", scorer="success", **counts,
+        scores = [EvalScore(name="success", scorer="success", scored_samples=scored, unscored_samples=unscored,
                             metrics={"accuracy": EvalMetric(name="accuracy", value=rate)}),
-                  EvalScore(name="reward", scorer="reward", **counts,
+                  EvalScore(name="reward", scorer="reward", scored_samples=scored, unscored_samples=unscored,
                             metrics={"mean": EvalMetric(name="mean", value=mean)})]
     return EvalResults(total_samples=len(episodes), completed_samples=len(done), scores=scores)
 
@@ -173,25 +174,25 @@ def _cell_calls(db: sqlite3.Connection, cell: Cell) -> dict[int, tuple[StoredTra
 
 def _sample(model: str, e: sqlite3.Row, turns: list[sqlite3.Row],
             stored: tuple[StoredTranscript, list[ModelUsage]] | None = None) -> EvalSample:
-    events = []
+    events: list[Event] = []
     if stored is None:
         messages = _messages(model, e["env"], e["query"], turns)
     else:
         transcript, usage = stored
         messages = conversation(model, transcript, turns)
         per_call = usage if len(usage) == len(transcript.calls) else [None] * len(transcript.calls)
-        events = model_events(model, transcript, per_call, datetime.fromtimestamp(e["started_at"], UTC))
+        events.extend(model_events(model, transcript, per_call, datetime.fromtimestamp(e["started_at"], UTC)))
     answers = [m for m in messages if isinstance(m, ChatMessageAssistant)]
-    usage = ModelUsage(input_tokens=e["prompt_tokens"], output_tokens=e["completion_tokens"],
+    total = ModelUsage(input_tokens=e["prompt_tokens"], output_tokens=e["completion_tokens"],
                        total_tokens=e["prompt_tokens"] + e["completion_tokens"], total_cost=e["cost_usd"])
     return EvalSample(
         id=e["task_id"], epoch=e["epoch"] + 1, input=e["query"], target=e["gold"], messages=messages,
         output=ModelOutput(model=model, choices=[ChatCompletionChoice(message=answers[-1])] if answers else [],
-                           usage=usage),
+                           usage=total),
         scores=_scores(e, turns),
         metadata={key: e[key] for key in ("status", "failure_class", "error", "env", "dataset", "task_index",
                                           "n_turns", "max_turns", "attempts", "image", "image_digest", "served_model")},
-        model_usage={model: usage} if e["prompt_tokens"] or e["completion_tokens"] else {},
+        model_usage={model: total} if e["prompt_tokens"] or e["completion_tokens"] else {},
         started_at=_utc(e["started_at"]), completed_at=_utc(e["finished_at"]), events=events,
         total_time=e["finished_at"] - e["started_at"],
         error=EvalError(message=e["error"] or e["status"], traceback="", traceback_ansi="")

@@ -10,6 +10,7 @@ answer's metadata (reward, executed, the reward's breakdown).
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -25,7 +26,8 @@ STOP: dict[str, StopReason] = {"stop": "stop", "length": "max_tokens", "tool_cal
                                "function_call": "tool_calls", "content_filter": "content_filter"}
 
 
-def conversation(model: str, transcript: StoredTranscript, turns: Sequence[Mapping[str, Any]]) -> list[ChatMessage]:
+def conversation(model: str, transcript: StoredTranscript,
+                 turns: Sequence[sqlite3.Row | Mapping[str, Any]]) -> list[ChatMessage]:
     """Every message once, in order: each call's new messages, then its answer (with its turns)."""
     owned = turns_of_calls(transcript.calls, [t["output"] for t in turns])
     messages: list[ChatMessage] = []
@@ -85,7 +87,7 @@ def tool_info(tool: Mapping[str, Any]) -> ToolInfo:
                                           required=parameters.get("required", [])))
 
 
-def _turns_metadata(turns: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+def _turns_metadata(turns: Sequence[sqlite3.Row | Mapping[str, Any]]) -> dict[str, Any] | None:
     if not turns:
         return None
     return {"turns": [{"turn": t["idx"] + 1, "action": t["action"], "reward": t["reward"],
@@ -93,6 +95,6 @@ def _turns_metadata(turns: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None
                        "breakdown": _breakdown(t)} for t in turns]}
 
 
-def _breakdown(turn: Mapping[str, Any]) -> Any:
+def _breakdown(turn: sqlite3.Row | Mapping[str, Any]) -> Any:
     text = turn["breakdown"] if "breakdown" in turn.keys() else None  # a store from before the column
     return json.loads(text) if text else None

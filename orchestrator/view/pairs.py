@@ -78,7 +78,14 @@ def all_pairs(db: sqlite3.Connection, other: Path) -> list[Pair]:
     if not sweeps:
         return []
     rows = db.execute(PAIRS_SQL.format(sweeps=", ".join("?" * len(sweeps))), sweeps)
-    return [Pair(*r[:11], bool(r[11]), bool(r[12])) for r in rows]
+    return [_pair(*r) for r in rows]
+
+
+def _pair(a_id: int, b_id: int, model: str, strategy: str, task_set: str, task_id: str, epoch: int, a_status: str,
+          b_status: str, a_reward: float, b_reward: float, a_success: int, b_success: int) -> Pair:
+    """A row of PAIRS_SQL; SQLite's booleans are integers."""
+    return Pair(a_id, b_id, model, strategy, task_set, task_id, epoch, a_status, b_status, a_reward, b_reward,
+                bool(a_success), bool(b_success))
 
 
 class Pairs:

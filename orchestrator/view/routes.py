@@ -105,8 +105,9 @@ async def search_all(request: web.Request) -> web.StreamResponse:
     sections = []
     if text:
         flt = EpisodeFilter.from_query({"text": text})
-        found = await asyncio.gather(*(_searched(s, flt) for s in request.app[SOURCES]))
-        sections = [find_pages.search_section(s, text, *f) for s, f in zip(request.app[SOURCES], found, strict=True)]
+        sources = request.app[SOURCES]
+        found = await asyncio.gather(*(_searched(s, flt) for s in sources))
+        sections = [find_pages.search_section(s, text, *f) for s, f in zip(sources, found, strict=True)]
     return html(request, f"search {text}", find_pages.search_page(text, sections))
 
 

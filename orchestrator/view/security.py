@@ -16,6 +16,7 @@ import ipaddress
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
 from orchestrator.view.layout import esc, page
 
@@ -47,7 +48,7 @@ def allowed_host(host_header: str, listening_on: str) -> bool:
     return True
 
 
-def host_check(listening_on: str) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
+def host_check(listening_on: str) -> Middleware:
     """A middleware answering 421 to a request whose Host is not this viewer's."""
     @web.middleware
     async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
