@@ -26,7 +26,7 @@ from agents.llm.transport import ToolCall as ToolCall  # part of a Message: re-e
 from foundation.errors import ConfigError
 
 if TYPE_CHECKING:
-    from environments.base import Environment
+    from environments.base import EpisodeEnvironment
     from tasks import Task
 
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": ...}
@@ -99,7 +99,7 @@ class EpisodeOutcome:
 class Strategy(Protocol):
     name: str
 
-    async def run(self, env: Environment, task: Task, model: Model, *, max_turns: int) -> EpisodeOutcome: ...
+    async def run(self, env: EpisodeEnvironment, task: Task, model: Model, *, max_turns: int) -> EpisodeOutcome: ...
 
 
 # name -> ("module:Class", options), imported on first use

@@ -1,5 +1,5 @@
 """The models a strategy can run with: an LLM through LLMClient, and the oracle (the replay of a
-trajectory file is the application's: orchestrator/models.py).
+trajectory file is the application's: orchestrator/fidelity/replay_model.py).
 
     model = LLMModel(client, "openai/gpt-4o")
     model = OracleModel()                                       # the task's gold solution

@@ -19,7 +19,7 @@ import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from foundation.concurrency import TaskOwner, stop
 from foundation.errors import OrchestratorError
@@ -68,6 +68,40 @@ class StepResult:
 
     def __iter__(self) -> Iterator[Any]:  # `obs, reward, done, info = await env.step(a)`, as in gym
         return iter((self.observation, self.reward, self.done, self.info))
+
+
+class EpisodeEnvironment(Protocol):
+    """What a strategy drives and a sweep's runner holds: an Environment on this machine, or one on
+    a cluster's host (orchestrator/cluster/remote.py, RemoteEnvironment), call for call."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def done(self) -> bool: ...
+
+    @property
+    def failure(self) -> ScoringFailed | None:
+        """Why the episode could not be scored, if it could not."""
+        ...
+
+    async def reset(self, task: Task, *, multi_turn: bool = False) -> str: ...
+
+    def begin_reset(self, task: Task, *, multi_turn: bool = False) -> asyncio.Future[str]: ...
+
+    async def ready(self) -> None: ...
+
+    async def step(self, action: str) -> StepResult: ...
+
+    async def score(self) -> tuple[float, dict[str, Any]]: ...
+
+    async def harness_step(self, action: str) -> tuple[float, str, bool]: ...
+
+    def observation_rows(self) -> list[Any] | None: ...
+
+    def breakdown(self) -> dict[str, Any] | None: ...
+
+    async def close(self) -> None: ...
 
 
 class Environment(ABC):
@@ -226,3 +260,8 @@ class Environment(ABC):
     @abstractmethod
     async def _stop(self) -> None:
         """Give the episode's resources back. Must not fail on cancellation."""
+
+
+def _held_to_the_protocol(env: Environment) -> EpisodeEnvironment:
+    """Never called: the type checker holds every Environment to EpisodeEnvironment here."""
+    return env

@@ -80,8 +80,3 @@ def main(argv: list[str] | None = None) -> int:
         except (KeyboardInterrupt, asyncio.CancelledError):  # cancellation ends here: the program's top
             print("interrupted: results written so far are kept; the same command continues", file=sys.stderr)
             return 130
-
-
-def handler_of(fn: Callable[[argparse.Namespace], Awaitable[int]]) -> dict[str, Any]:
-    """`parser.set_defaults(**handler_of(run))` — small helper so command modules read alike."""
-    return {"handler": fn}

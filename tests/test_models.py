@@ -17,7 +17,8 @@ from agents.llm.server import Rule, ScriptedLLMServer, ServerConfig
 from environments import make_environment
 from environments.runtime import Runtime
 from foundation.errors import ConfigError
-from orchestrator.models import ReplayModel, resolve_model
+from orchestrator.fidelity.replay_model import ReplayModel
+from orchestrator.sweep.models import resolve_model
 from tasks import Task, load_tasks
 from tests.conftest import containers_of_run, require_image
 

@@ -18,7 +18,7 @@ from environments import make_environment
 from environments.kind import kind_spec
 from environments.runtime import Runtime
 from foundation.errors import ConfigError
-from orchestrator.models import ReplayModel
+from orchestrator.fidelity.replay_model import ReplayModel
 from tasks import Task
 from tests.local_starter import local_runtime, starter
 

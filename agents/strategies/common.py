@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from agents.base import AnswerStyle, EpisodeOutcome, Message, Model, Strategy, Turn
 from agents.llm.errors import ModelError
-from environments.base import Environment
+from environments.base import EpisodeEnvironment
 from environments.kind import kind_spec
 from foundation.concurrency import TaskOwner
 
@@ -118,7 +118,7 @@ async def alongside(call: Coroutine[Any, Any, T], setup: asyncio.Future[Any]) ->
         return await answer
 
 
-async def harness_step(env: Environment, action: str) -> tuple[float, str, bool]:
+async def harness_step(env: EpisodeEnvironment, action: str) -> tuple[float, str, bool]:
     """Run `action` as the original's multi-turn harness did; (reward, observation, executed).
     The kind's rule (`Environment.harness_step`): Bash and SQL score every action without ending
     the episode; Python auto-submits a `def` (other actions score 0); CTF scores only `submit
@@ -126,7 +126,7 @@ async def harness_step(env: Environment, action: str) -> tuple[float, str, bool]
     return await env.harness_step(action)
 
 
-async def scored_turn(env: Environment, output: str, action: str | None) -> Turn:
+async def scored_turn(env: EpisodeEnvironment, output: str, action: str | None) -> Turn:
     """One turn of the harness: the retry message when there is no code, else run and score."""
     if action is None:
         return Turn(output, None, retry_message(env.kind), 0.0, False)
@@ -134,7 +134,7 @@ async def scored_turn(env: Environment, output: str, action: str | None) -> Turn
     return Turn(output, action, observation, reward, executed, env.breakdown())
 
 
-async def begin(env: Environment, task: Task, system: str, dialogue_limit: int | None, *,
+async def begin(env: EpisodeEnvironment, task: Task, system: str, dialogue_limit: int | None, *,
                 question: str | None = None, multi_turn: bool = True) -> tuple[EpisodeOutcome, Dialogue]:
     """Start an episode the way every strategy does: reset the environment (`multi_turn`: as the
     multi-turn harness, which lets CTF agents retry a wrong flag), open the dialogue with the
@@ -153,7 +153,7 @@ def failed(outcome: EpisodeOutcome, error: ModelError) -> EpisodeOutcome:
     return outcome
 
 
-async def play(strategy: Strategy, env: Environment, task: Task, model: Model, *, max_turns: int) -> EpisodeOutcome:
+async def play(strategy: Strategy, env: EpisodeEnvironment, task: Task, model: Model, *, max_turns: int) -> EpisodeOutcome:
     """Run `strategy`'s episode; for a kind scored only at `submit` (`submit_at_end`: Harbor's
     verifier), an episode the strategy left unsubmitted (turns out, Single's one action) is
     submitted here, as a last turn without a model answer."""

@@ -29,7 +29,7 @@ from agents.strategies.try_again import Default
 
 if TYPE_CHECKING:
     from agents.base import Turn
-    from environments.base import Environment
+    from environments.base import EpisodeEnvironment
     from tasks import Task
 
 
@@ -44,7 +44,7 @@ class PlanSolve:
         self.step_chars = self.rules.step_chars if observation_limit == "default" else observation_limit
         self.refine_chars = self.rules.refine_chars if observation_limit == "default" else observation_limit
 
-    async def run(self, env: Environment, task: Task, model: Model, *, max_turns: int) -> EpisodeOutcome:
+    async def run(self, env: EpisodeEnvironment, task: Task, model: Model, *, max_turns: int) -> EpisodeOutcome:
         rules = self.rules
         outcome, dialogue = await begin(env, task, prompt("plan", env.kind), self.dialogue_limit,
                                         question=rules.plan_question(env.kind, task))
@@ -64,7 +64,7 @@ class PlanSolve:
             return failed(outcome, exc)
         return finish(outcome, ran_out=len(steps) > max_turns and outcome.reward < 1.0)
 
-    async def _execute(self, env: Environment, task: Task, model: Model, dialogue: Dialogue,
+    async def _execute(self, env: EpisodeEnvironment, task: Task, model: Model, dialogue: Dialogue,
                        outcome: EpisodeOutcome, steps: list[str]) -> bool:
         """Every step, one turn each; True when the episode ended (it was done, or an answer blocked it)."""
         last: Turn | None = None
@@ -77,7 +77,7 @@ class PlanSolve:
                 return False
         return False
 
-    async def _refine(self, env: Environment, task: Task, model: Model, dialogue: Dialogue,
+    async def _refine(self, env: EpisodeEnvironment, task: Task, model: Model, dialogue: Dialogue,
                       outcome: EpisodeOutcome) -> None:
         intro = self.rules.refine_intro(env.kind)
         if intro is not None:
@@ -89,7 +89,7 @@ class PlanSolve:
             if blocked or env.done or turn.reward == 1.0:
                 return
 
-    async def _turn(self, env: Environment, task: Task, model: Model, dialogue: Dialogue,
+    async def _turn(self, env: EpisodeEnvironment, task: Task, model: Model, dialogue: Dialogue,
                     outcome: EpisodeOutcome) -> tuple[Turn, bool]:
         """One step's answer, run and scored (the answer itself, not its parse, stays in the
         dialogue); the plan is no turn: the first step is turn 0."""

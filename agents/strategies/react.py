@@ -30,7 +30,7 @@ from environments.kind import kind_spec
 
 if TYPE_CHECKING:
     from agents.strategies.common import Dialogue
-    from environments.base import Environment
+    from environments.base import EpisodeEnvironment
     from tasks import Task
 
 
@@ -42,7 +42,7 @@ class ReAct:
         self.dialogue_limit = self.rules.react_dialogue_limit if dialogue_limit == "default" else dialogue_limit
         self.observation_limit = self.rules.observation_chars if observation_limit == "default" else observation_limit
 
-    async def run(self, env: Environment, task: Task, model: Model, *, max_turns: int) -> EpisodeOutcome:
+    async def run(self, env: EpisodeEnvironment, task: Task, model: Model, *, max_turns: int) -> EpisodeOutcome:
         spec = kind_spec(env.kind)
         system = prompt(self.rules.react_prompt, env.kind, submit_argument=spec.submit_argument,
                         submit_meaning=spec.submit_meaning)
@@ -61,7 +61,7 @@ class ReAct:
         outcome.turns.append(Turn(self.rules.forced, "submit", step.observation, step.reward, True, env.breakdown()))
         return finish(outcome, ran_out=True)
 
-    async def _turn(self, env: Environment, task: Task, model: Model, dialogue: Dialogue, number: int) -> Turn:
+    async def _turn(self, env: EpisodeEnvironment, task: Task, model: Model, dialogue: Dialogue, number: int) -> Turn:
         output = await ask(model, dialogue, task, number - 1, self.rules.react_style)
         action, no_code = await self.rules.react_action(model, dialogue, task, env.kind, number, output)
         if action is None:

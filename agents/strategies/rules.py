@@ -41,7 +41,7 @@ from foundation.errors import ConfigError
 
 if TYPE_CHECKING:
     from agents.base import Model
-    from environments.base import Environment
+    from environments.base import EpisodeEnvironment
     from tasks import Task
 
 BLOCKED = "blocked: the original's parser raised on this answer, which ended its episode"
@@ -59,7 +59,7 @@ class Reading(NamedTuple):
     blocked: bool = False
 
 
-def paper_clip(env: Environment, observation: str, chars: int, rows: int) -> str:
+def paper_clip(env: EpisodeEnvironment, observation: str, chars: int, rows: int) -> str:
     """An observation as the paper's harness put it into a prompt: the last action's result of
     more than `rows` rows (SQL) cut to its first `rows`, any other text to its first `chars`
     characters, silently."""
@@ -103,7 +103,7 @@ class AnswerRules(ABC):
     observation_rows: ClassVar[int]  # of a SQL result there, where the rules clip by rows
     frames_retry: ClassVar[bool]  # the retry message is fed back as an observation, with the reward
 
-    async def turn(self, env: Environment, output: str) -> Reading:
+    async def turn(self, env: EpisodeEnvironment, output: str) -> Reading:
         """The turn of answer `output`: its action run and scored the harness's way."""
         try:
             action, kept = self.action(output, env.kind)
@@ -119,7 +119,7 @@ class AnswerRules(ABC):
         """(the action of `output`, None without code; the answer as the dialogue keeps it)."""
 
     @abstractmethod
-    def shown(self, env: Environment, observation: str, chars: int, rows: int) -> str:
+    def shown(self, env: EpisodeEnvironment, observation: str, chars: int, rows: int) -> str:
         """An observation as a prompt shows it: at most `chars` characters (or `rows` rows)."""
 
     # ------------------------------------------------------------------ ReAct
@@ -139,7 +139,7 @@ class AnswerRules(ABC):
         of a turn without code)."""
 
     @abstractmethod
-    def react_observation(self, env: Environment, observation: str) -> str:
+    def react_observation(self, env: EpisodeEnvironment, observation: str) -> str:
         """What a ReAct turn records as its observation."""
 
     @abstractmethod
@@ -162,14 +162,14 @@ class AnswerRules(ABC):
     def steps(self, plan: str, task: Task) -> list[str]: ...
 
     @abstractmethod
-    def step_message(self, env: Environment, step: str, last: Turn | None, chars: int) -> str: ...
+    def step_message(self, env: EpisodeEnvironment, step: str, last: Turn | None, chars: int) -> str: ...
 
     @abstractmethod
     def refine_intro(self, kind: str) -> str | None:
         """The system message before the refine turns, if any."""
 
     @abstractmethod
-    def refine_message(self, env: Environment, last: Turn | None, chars: int) -> str: ...
+    def refine_message(self, env: EpisodeEnvironment, last: Turn | None, chars: int) -> str: ...
 
 
 class PaperRules(AnswerRules):
@@ -184,7 +184,7 @@ class PaperRules(AnswerRules):
         action, is_code = paper_action(output, kind)
         return (action if is_code else None), action  # the harness kept what its parser made of the answer
 
-    def shown(self, env: Environment, observation: str, chars: int, rows: int) -> str:
+    def shown(self, env: EpisodeEnvironment, observation: str, chars: int, rows: int) -> str:
         return paper_clip(env, observation, chars, rows)
 
     react_prompt = "paper_react"
@@ -214,7 +214,7 @@ class PaperRules(AnswerRules):
         action, is_code = react_action(line, kind)
         return (action, "") if is_code else (None, prompt("paper_react_no_code", kind).strip())
 
-    def react_observation(self, env: Environment, observation: str) -> str:
+    def react_observation(self, env: EpisodeEnvironment, observation: str) -> str:
         return paper_clip(env, observation, self.react_chars, self.react_rows)  # and so kept in the dialogue
 
     def react_feedback(self, kind: str, number: int, turn: Turn, chars: int) -> str:
@@ -232,14 +232,14 @@ class PaperRules(AnswerRules):
     def steps(self, plan: str, task: Task) -> list[str]:
         return paper_plan_steps(plan)
 
-    def step_message(self, env: Environment, step: str, last: Turn | None, chars: int) -> str:
+    def step_message(self, env: EpisodeEnvironment, step: str, last: Turn | None, chars: int) -> str:
         shown = "" if last is None else f"Observation: {self.shown(env, last.observation, chars, self.plan_rows)}\n"
         return f"{shown}Step: {step}"
 
     def refine_intro(self, kind: str) -> str | None:
         return prompt("plan_after", kind)
 
-    def refine_message(self, env: Environment, last: Turn | None, chars: int) -> str:
+    def refine_message(self, env: EpisodeEnvironment, last: Turn | None, chars: int) -> str:
         return self.shown(env, last.observation, chars, self.plan_rows) if last else "None"
 
 
@@ -255,7 +255,7 @@ class FencedRules(AnswerRules):
     def action(self, output: str, kind: str) -> tuple[str | None, str]:
         return extract_action(output, kind), output
 
-    def shown(self, env: Environment, observation: str, chars: int, rows: int) -> str:
+    def shown(self, env: EpisodeEnvironment, observation: str, chars: int, rows: int) -> str:
         return clip(observation, chars)
 
     react_prompt = "react"
@@ -273,7 +273,7 @@ class FencedRules(AnswerRules):
         argument = kind_spec(kind).submit_argument
         return action, "" if action is not None else prompt("react_no_action", kind, submit_argument=argument)
 
-    def react_observation(self, env: Environment, observation: str) -> str:
+    def react_observation(self, env: EpisodeEnvironment, observation: str) -> str:
         return observation
 
     def react_feedback(self, kind: str, number: int, turn: Turn, chars: int) -> str:
@@ -293,14 +293,14 @@ class FencedRules(AnswerRules):
     def steps(self, plan: str, task: Task) -> list[str]:
         return plan_steps(plan) or [f"Answer the question: {task.query}"]
 
-    def step_message(self, env: Environment, step: str, last: Turn | None, chars: int) -> str:
+    def step_message(self, env: EpisodeEnvironment, step: str, last: Turn | None, chars: int) -> str:
         line = f"Observation: {clip(last.observation, chars) or 'No output'}" if last else ""
         return prompt("plan_step", env.kind, observation_line=line, step=step).lstrip()
 
     def refine_intro(self, kind: str) -> str | None:
         return None
 
-    def refine_message(self, env: Environment, last: Turn | None, chars: int) -> str:
+    def refine_message(self, env: EpisodeEnvironment, last: Turn | None, chars: int) -> str:
         shown = clip(last.observation, chars) or "No output" if last else "No output"
         return prompt("plan_refine", env.kind, observation=shown)
 

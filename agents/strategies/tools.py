@@ -47,7 +47,7 @@ from environments.kind import KindSpec, kind_spec
 from foundation.errors import ConfigError
 
 if TYPE_CHECKING:
-    from environments.base import Environment
+    from environments.base import EpisodeEnvironment
     from tasks import Task
 
 SUBMIT = "submit"
@@ -153,7 +153,7 @@ class Exchanges:
 class Tools(FeedbackOptions):
     name = "tools"
 
-    async def run(self, env: Environment, task: Task, model: Model, *, max_turns: int) -> EpisodeOutcome:
+    async def run(self, env: EpisodeEnvironment, task: Task, model: Model, *, max_turns: int) -> EpisodeOutcome:
         caller = tool_model(model)
         spec = kind_spec(env.kind)
         tools = tool_schemas(spec)
@@ -178,7 +178,7 @@ class Tools(FeedbackOptions):
         setup, dialogue.setup = dialogue.setup, None
         return await call if setup is None else await alongside(call, setup)
 
-    async def _act(self, env: Environment, spec: KindSpec, answer: ToolAnswer, turns: list[Turn],
+    async def _act(self, env: EpisodeEnvironment, spec: KindSpec, answer: ToolAnswer, turns: list[Turn],
                    exchange: list[ToolMessage]) -> bool:
         """Run the answer's calls in order, a turn each, their results added to `exchange`; whether
         the episode ended."""

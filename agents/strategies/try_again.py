@@ -22,7 +22,7 @@ from environments.kind import kind_spec
 
 if TYPE_CHECKING:
     from agents.base import Turn
-    from environments.base import Environment
+    from environments.base import EpisodeEnvironment
     from tasks import Task
 
 Default = Literal["default"]  # an option left to the rules
@@ -37,7 +37,7 @@ class TryAgain:
         self.dialogue_limit = self.rules.dialogue_limit if dialogue_limit == "default" else dialogue_limit
         self.observation_limit = self.rules.observation_chars if observation_limit == "default" else observation_limit
 
-    async def run(self, env: Environment, task: Task, model: Model, *, max_turns: int) -> EpisodeOutcome:
+    async def run(self, env: EpisodeEnvironment, task: Task, model: Model, *, max_turns: int) -> EpisodeOutcome:
         outcome, dialogue = await self._begin(env, task, self._system(env.kind), multi_turn=max_turns > 1)
         for number in range(max_turns):
             try:
@@ -52,7 +52,7 @@ class TryAgain:
             dialogue.add("user", self._feedback(env, task, turn))
         return finish(outcome, ran_out=True)
 
-    async def _begin(self, env: Environment, task: Task, system: str, *,
+    async def _begin(self, env: EpisodeEnvironment, task: Task, system: str, *,
                      multi_turn: bool) -> tuple[EpisodeOutcome, Dialogue]:
         outcome, dialogue = await begin(env, task, system, self.dialogue_limit, multi_turn=multi_turn)
         dialogue.by_message = self.rules.by_message
@@ -65,7 +65,7 @@ class TryAgain:
         note = ", with a reward between 0 and 1 that says how close you are (1 means solved)" if self._shows_reward(kind) else ""
         return prompt("system", kind, reward_note=note)
 
-    def _feedback(self, env: Environment, task: Task, turn: Turn) -> str:
+    def _feedback(self, env: EpisodeEnvironment, task: Task, turn: Turn) -> str:
         if turn.action is None and not self.rules.frames_retry:
             return turn.observation  # the retry message, as it is
         if turn.action is None:  # the retry message, the turn's observation, as any other text
@@ -84,7 +84,7 @@ class Single(TryAgain):
         super().__init__(rules, dialogue_limit=dialogue_limit)
         self.name = "single" + self.rules.suffix
 
-    async def run(self, env: Environment, task: Task, model: Model, *, max_turns: int = 1) -> EpisodeOutcome:
+    async def run(self, env: EpisodeEnvironment, task: Task, model: Model, *, max_turns: int = 1) -> EpisodeOutcome:
         outcome, dialogue = await self._begin(env, task, prompt("single", env.kind), multi_turn=False)
         try:
             output = await ask(model, dialogue, task, 0, self.rules.style)

@@ -22,6 +22,7 @@ import ray
 import structlog
 
 from environments import make_environment
+from environments.base import ScoringFailed
 from environments.own import own_kind
 from environments.runtime import RewardMode, Runtime
 from environments.sql_server import sql_server
@@ -59,7 +60,7 @@ class Reply:
     host: str
     env_id: int
     breakdown: dict[str, Any] | None = None  # the environment's state the strategies read without a call
-    failure: Exception | None = None
+    failure: ScoringFailed | None = None
 
 
 def agent_name(resource: str) -> str:

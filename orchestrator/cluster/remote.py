@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import ray.exceptions
 
-from environments.base import StepResult
+from environments.base import EpisodeEnvironment, ScoringFailed, StepResult
 from foundation.concurrency import TaskOwner, stop
 from orchestrator.cluster.channel import Channel, HostLost
 
@@ -51,7 +51,7 @@ class RemoteEnvironment:
         self.task: Task | None = None
         self.done = False
         self.hosts: list[str] = []  # the host that served each call, in order
-        self.failure: Exception | None = None  # why the episode could not be scored (environments.base)
+        self.failure: ScoringFailed | None = None  # why the episode could not be scored (environments.base)
         self._rows: list[Any] | None = None
         self._breakdown: dict[str, Any] | None = None
         self._resetting: asyncio.Task[str] | None = None
@@ -180,3 +180,8 @@ class _Canceller:
 
     def __call__(self, lost: asyncio.Future[None]) -> None:
         self.call.cancel()
+
+
+def _held_to_the_protocol(env: RemoteEnvironment) -> EpisodeEnvironment:
+    """Never called: the type checker holds the remote environment to EpisodeEnvironment here."""
+    return env

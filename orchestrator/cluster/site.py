@@ -48,8 +48,8 @@ from orchestrator.cluster.channel import Channel, HostLost
 from orchestrator.cluster.cli import connect
 from orchestrator.cluster.images import sync_images
 from orchestrator.cluster.remote import RemoteEnvironment
-from orchestrator.sweep.config import ClusterSettings
-from orchestrator.sweep.runner import Placed
+from orchestrator.cluster.settings import ClusterSettings
+from orchestrator.site import Placed, Site
 from tasks import Task
 
 log = structlog.get_logger(__name__)
@@ -357,3 +357,8 @@ def _reason(exc: BaseException) -> str:
         return f"the hosts did not join within {JOIN_TIMEOUT:g} s (see the nodes' Ray logs)"
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
+
+
+def _held_to_the_protocol(site: ClusterSite) -> Site:
+    """Never called: the type checker holds the cluster's site to the Site protocol here."""
+    return site

@@ -17,7 +17,6 @@ from pydantic import ValidationError
 
 from foundation.errors import ConfigError
 from foundation.logs import logging_to_file
-from orchestrator.cli import handler_of
 from orchestrator.files import make_directory, write_files
 from orchestrator.nightly.compare import CompareSettings, Comparison, compare
 from orchestrator.nightly.flaky import FlakySettings
@@ -42,7 +41,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("current", type=Path, metavar="CURRENT", help="the later sweep's output directory")
     parser.add_argument("--out", type=Path, metavar="DIR", help="where compare-<baseline>.md/.html go (default: CURRENT)")
     _add_settings(parser)
-    parser.set_defaults(**handler_of(run_compare))
+    parser.set_defaults(handler=run_compare)
 
     parser = subparsers.add_parser(
         "nightly", help="oracle gate, sweep, compare with the last good night; exit 1 on a significant regression",
@@ -56,7 +55,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--flaky-flips", type=int, default=2, metavar="K", help="flips that make a task flaky (default 2)")
     parser.add_argument("--exclude-flaky", action="store_true", help="leave flaky tasks out of the verdicts")
     _add_settings(parser)
-    parser.set_defaults(**handler_of(run_nightly_command))
+    parser.set_defaults(handler=run_nightly_command)
 
 
 def _add_settings(parser: argparse.ArgumentParser) -> None:

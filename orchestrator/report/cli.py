@@ -8,7 +8,6 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from orchestrator.cli import handler_of
 from orchestrator.files import write_files
 from orchestrator.report.data import load_results
 from orchestrator.report.html import render_html
@@ -19,7 +18,7 @@ from orchestrator.report.view import build_view
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser("report", help="summarize a sweep's results.db as report.md and report.html")
     parser.add_argument("outdir", type=Path, metavar="OUTDIR", help="the sweep's output directory")
-    parser.set_defaults(**handler_of(run))
+    parser.set_defaults(handler=run)
 
 
 async def run(args: argparse.Namespace) -> int:

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from foundation.errors import ConfigError
-from orchestrator.cli import handler_of
 from orchestrator.files import CannotWrite, cannot_write, make_directory
 from orchestrator.store.export import EXPORT_FIX, export_intercode
 from orchestrator.store.reader import database_path
@@ -27,7 +26,7 @@ def add_parser(subparsers: Any) -> None:
                         help="intercode: the original's trajectory files (default); inspect: Inspect AI eval logs, "
                              "one per model × strategy × task set (needs the inspect extra)")
     parser.add_argument("--to", type=Path, metavar="DIR", help="where to write (default: OUTDIR/export/FORMAT)")
-    parser.set_defaults(**handler_of(run))
+    parser.set_defaults(handler=run)
 
 
 async def run(args: argparse.Namespace) -> int:

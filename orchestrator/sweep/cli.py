@@ -12,7 +12,6 @@ from typing import Any
 from foundation.errors import DataDirError
 from foundation.logs import logging_to_file
 from foundation.settings import DATA_DIR_ENV, resolve_data_dir
-from orchestrator.cli import handler_of
 from orchestrator.files import CannotWrite, cannot_write, make_directory
 from orchestrator.sweep.config import SweepConfig, load_sweep
 from tasks import DATASETS
@@ -34,7 +33,7 @@ def add_parser(subparsers: Any) -> None:
                                                       'HOST:PORT or ray://HOST:PORT (sets the file\'s [cluster] ray)')
     parser.add_argument("-q", "--quiet", action="store_true", help="no live table, no console logs (for CI)")
     parser.add_argument("--no-report", action="store_true", help="don't write report.md/report.html at the end")
-    parser.set_defaults(**handler_of(run))
+    parser.set_defaults(handler=run)
 
 
 def data_dir_for(config: SweepConfig, flag: str | None) -> Path | None:

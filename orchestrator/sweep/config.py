@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import tomllib
 import typing
 from pathlib import Path
@@ -38,6 +37,7 @@ from pydantic import (
 from agents.base import STRATEGIES
 from agents.llm import ModelLimits
 from foundation.errors import ConfigError
+from orchestrator.cluster.settings import ClusterSettings
 from orchestrator.taskset_config import TaskSetConfig
 
 # Unknown keys are mistakes; so are `inf` and `nan`: an endless timeout or wait is a sweep that
@@ -126,31 +126,6 @@ class BudgetSettings(BaseModel):
 
     usd: float | None = Field(None, gt=0, description="stop calling models once this many dollars are spent")
     tokens: int | None = Field(None, gt=0, description="stop calling models once this many tokens are spent")
-
-
-class ClusterSettings(BaseModel):
-    """`[cluster]`: run the episodes on the hosts of a Ray cluster (docs/scale-out.md). Where they
-    run does not change their results: none of this is part of the sweep's identity."""
-
-    model_config = _STRICT
-
-    ray: str = Field(description='the cluster: "auto" (the one this machine belongs to), "HOST:PORT" or "ray://HOST:PORT"')
-    hosts: list[str] | None = Field(None, min_length=1, description="only these hosts (intercode_host_N); default: "
-                                    "every node with an intercode_host_N resource, also those joining later")
-    host_concurrency: int | None = Field(None, ge=1, le=MAX_CONCURRENCY, description="episodes at once per host "
-                                         "(default: 8 per CPU of the host's node)")
-    heartbeat: float = Field(2.0, gt=0, description="seconds between two pings of each host")
-    host_timeout: float = Field(15.0, gt=0, description="seconds a host may leave a ping unanswered before it is "
-                                "lost (its episodes in flight are re-run elsewhere)")
-    ship_images: bool = Field(True, description="send the head's image build to hosts whose image differs (false: "
-                              "refuse such a host)")
-
-    @field_validator("ray")
-    @classmethod
-    def _an_address(cls, value: str) -> str:
-        if value == "auto" or re.fullmatch(r"(ray://)?[\w.\-\[\]:]+:\d+", value):
-            return value
-        raise ValueError(f'expected "auto", "HOST:PORT" or "ray://HOST:PORT", not {value!r}')
 
 
 class SweepConfig(BaseModel):

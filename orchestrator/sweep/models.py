@@ -25,12 +25,12 @@ from agents.base import AnswerStyle, Message, Model, ToolAnswer, ToolMessage, To
 from agents.llm import Budget, Completion, LLMClient, ModelError, ModelSpec
 from agents.llm.server import ScriptedLLMServer, ScriptedToolCall, ServerConfig
 from agents.llm.transport import transport
-from agents.models import answer_as, check_llm, tool_call_as
+from agents.models import LLMModel, OracleModel, answer_as, check_llm, tool_call_as
 from agents.strategies.tools import assistant_message
 from environments.kind import gold_actions
 from foundation.concurrency import TaskOwner
 from foundation.errors import ConfigError
-from orchestrator.models import resolve_model
+from orchestrator.fidelity.replay_model import ReplayModel
 from orchestrator.store import LLMCall
 from orchestrator.store.transcript import Transcript
 from orchestrator.sweep.config import LocalServer, ModelConfig, SweepConfig
@@ -257,3 +257,18 @@ def _knows(local: LocalServer, task: Task) -> bool:
     """A stable, seeded coin per task: the same tasks are known in every run."""
     digest = hashlib.sha256(f"{local.seed}:{task.id}".encode()).digest()
     return int.from_bytes(digest[:8], "big") / 2**64 < local.solve_rate
+
+
+def resolve_model(name: str, *, client: LLMClient, data_dir: Path | None = None) -> Model:
+    """Which model a name means, for every command that runs one: "oracle", "replay:PATH" (the
+    actions of a trajectory file, fidelity/replay_model.py), or a litellm model name (checked here,
+    before any container starts). The model called `name`: "oracle", "replay:PATH", or a litellm model name (checked here)."""
+    if name == "oracle":
+        return OracleModel()
+    if name.startswith("replay:"):
+        path = name.removeprefix("replay:")
+        if not path:
+            raise ConfigError("replay needs a trajectory file: --model replay:PATH")
+        return ReplayModel(Path(path), data_dir)
+    check_llm(name, client)
+    return LLMModel(client, name)

@@ -41,7 +41,8 @@ from orchestrator.sweep.config import PoolSettings, SweepConfig
 from orchestrator.sweep.models import SweepModels, check_models
 from orchestrator.sweep.plan import Dispatcher, PlannedEpisode, plan
 from orchestrator.sweep.progress import SweepProgress
-from orchestrator.sweep.runner import EpisodeRunner, LocalSite, Site
+from orchestrator.site import Site
+from orchestrator.sweep.runner import EpisodeRunner, LocalSite
 from orchestrator.tasksets import TaskSet, pool_configs, resolve
 from tasks import Task
 

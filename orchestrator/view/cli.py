@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from foundation.errors import ConfigError
-from orchestrator.cli import handler_of
 from orchestrator.nightly.history import History
 from orchestrator.view.app import serving
 from orchestrator.view.source import Source
@@ -27,7 +26,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--last-good", type=Path, metavar="HISTORY",
                         help="OUTDIR is a night of the nightly whose history database this is: view it beside "
                              "the last good night it was compared with")
-    parser.set_defaults(**handler_of(run))
+    parser.set_defaults(handler=run)
 
 
 def last_good_night(history: Path, outdir: Path) -> Path:

@@ -1,11 +1,5 @@
-"""Which model a name means, for every command: "oracle", "replay:PATH" (the actions of a
-trajectory file in the original's format), or a litellm model name (checked before any container
-starts).
-
-    model = resolve_model("openai/gpt-4o", client=client)      # LLMModel
-    model = resolve_model("oracle", client=client)              # the task's gold solution
-    model = resolve_model("replay:runs/x.json", client=client)  # the actions of a trajectory file
-"""
+"""The model `replay:PATH` names: the actions of a trajectory file in the original's format,
+played back turn by turn (sweep's resolve_model makes it from the name)."""
 
 from __future__ import annotations
 
@@ -14,13 +8,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agents.base import AnswerStyle, Message, Model
-from agents.models import LLMModel, OracleModel, answer_as, check_llm
-from foundation.errors import ConfigError
+from agents.base import AnswerStyle, Message
+from agents.models import answer_as
 from orchestrator.fidelity.trajectories import Episode, TaskFinder, read_episodes
 
 if TYPE_CHECKING:
-    from agents.llm import LLMClient
     from tasks import Task
 
 
@@ -63,16 +55,3 @@ class ReplayModel:
 
 def _norm(text: str) -> str:
     return " ".join(text.split())
-
-
-def resolve_model(name: str, *, client: LLMClient, data_dir: Path | None = None) -> Model:
-    """The model called `name`: "oracle", "replay:PATH", or a litellm model name (checked here)."""
-    if name == "oracle":
-        return OracleModel()
-    if name.startswith("replay:"):
-        path = name.removeprefix("replay:")
-        if not path:
-            raise ConfigError("replay needs a trajectory file: --model replay:PATH")
-        return ReplayModel(Path(path), data_dir)
-    check_llm(name, client)
-    return LLMModel(client, name)
