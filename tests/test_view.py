@@ -91,6 +91,16 @@ def column(page: str, table_id: str, index: int) -> list[str]:
     return [html.unescape(re.sub(r"<[^>]+>", "", c[index])) for c in cells]
 
 
+async def charts_drawn(client: aiohttp.ClientSession, path: str, within: float = 60.0) -> str:
+    """The page once its charts are drawn (a task of the viewer's own draws them, and the page
+    says so until they are ready); asked again every 0.2 s, for `within` seconds at most."""
+    deadline = time.monotonic() + within
+    while 'id="charts-pending"' in (page := await get(client, path)):
+        assert time.monotonic() < deadline, f"the charts of {path} were not drawn within {within} s"
+        await asyncio.sleep(0.2)
+    return page
+
+
 def tasks(page: str) -> list[str]:
     """The task ids of an episode list, in its order (the column also says the epoch)."""
     return [text.split(" epoch ")[0] for text in column(page, "episodes", 1)]
@@ -104,7 +114,7 @@ async def test_the_overview_shows_the_reports_cells_intervals_and_plots(sweeps):
     async with viewer(a) as (_, client):
         async with client.get("/", allow_redirects=False) as response:  # one store: straight to its overview
             assert (response.status, response.headers["Location"]) == (302, "/s/0")
-        page = await get(client, "/s/0")
+        page = await charts_drawn(client, "/s/0")
     assert f'<span id="episode-count">{EPISODES}</span> of <span id="planned">{EPISODES}</span> planned (100.0%)' in page
     assert column(page, "cells", 5) == [ci_text(s) for s in view.summaries]  # the report's own intervals
     assert column(page, "progress", 3) == [str(s.episodes) for s in view.summaries]

@@ -203,7 +203,7 @@ async def test_the_open_pages_show_episodes_as_the_sweep_stores_them(chromium, t
             await browser.open(f"{base}/s/0/episodes")
             await store.add_episode(run, "written", record(4, "newest", [0.0]))
             stored = time.monotonic()
-            await browser.wait_for("document.querySelector('#episodes tbody tr td:nth-child(2)')"
+            await browser.wait_for("document.querySelector('#episodes tbody tr td:nth-child(2) a.task')"
                                    ".textContent === 'starter-bash/4'")
             seen.append(time.monotonic() - stored)
             assert await browser.text("#match-count") == "4"

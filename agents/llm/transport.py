@@ -160,10 +160,19 @@ def raw_of(response: Any, message: Any) -> str:
     fields: dict[str, Any] = {}
     dump = getattr(message, "model_dump", None)
     if callable(dump):
-        fields = {k: v for k, v in dump().items() if k not in CARRIED and v not in (None, "", [], {})}
+        fields = {k: v for k, v in ((k, _filled(v)) for k, v in dump().items() if k not in CARRIED)
+                  if v not in (None, "", [], {})}
     if getattr(response, "id", None):
         fields["id"] = str(response.id)
     return json.dumps(fields, default=str) if fields else ""
+
+
+def _filled(value: Any) -> Any:
+    """`value` without the empty fields of the mappings in it (litellm's SDK path sends
+    `provider_specific_fields: {"refusal": null}` where its own handler sends nothing: the same)."""
+    if isinstance(value, dict):
+        return {k: v for k, v in ((k, _filled(v)) for k, v in value.items()) if v not in (None, "", [], {})}
+    return value
 
 
 def tool_calls_of(message: Any) -> tuple[ToolCall, ...]:
