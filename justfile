@@ -68,7 +68,7 @@ bench-file-ages DEB *ARGS: (images "nl2bash-fs3")
 
 # Differential harness: the original InterCode harness (built from ../shared/intercode-original) and ours driven with the same actions; per-turn agreement (not part of `test`). E.g. ./dev differential --env bash --limit 5
 differential *ARGS: engine
-    {{python}} -m benchmarks.differential --data-dir {{data_dir}} {{ARGS}}
+    {{python}} -m checks.differential --data-dir {{data_dir}} {{ARGS}}
 
 # Refresh requirements.lock (with every file's hash) from pyproject.toml; indirect dependencies stay at their versions unless ./dev lock --upgrade
 lock *ARGS:

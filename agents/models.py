@@ -14,15 +14,15 @@ line before any container starts.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 from agents.base import AnswerStyle, Message, ToolAnswer, ToolCall, ToolMessage
 from environments.kind import gold_actions, kind_spec
 from foundation.errors import ConfigError
 
 if TYPE_CHECKING:
-    from agents.llm import LLMClient
+    from agents.llm import LLM, Completion, LLMClient
     from tasks import Task
 
 def fenced(task: Task, action: str) -> str:
@@ -57,18 +57,33 @@ def tool_call_as(task: Task, action: str, call_id: str) -> ToolCall:
 
 
 class LLMModel:
-    """A model behind `LLMClient`; `params` (temperature, max_tokens, ...) go with every call."""
+    """A model behind an LLM client (the `LLM` protocol: LLMClient, or a stand-in); `params` (temperature, max_tokens, ...) go with every call, and
+    `route(task, style, turn)`'s with each (an offline server's key of the task it answers).
+    `completion` is the call itself, with everything the provider answered: a recording wraps it."""
 
-    def __init__(self, client: LLMClient, model: str, **params: Any) -> None:
-        self.client, self.name, self.params = client, model, params
+    def __init__(self, client: LLM, model: str, *,
+                 route: Callable[[Task, AnswerStyle | Literal["tools"], int], dict[str, Any]] | None = None,
+                 **params: Any) -> None:
+        self.client, self.name, self.params, self.route = client, model, params, route
+
+    async def completion(self, messages: Sequence[Message] | Sequence[ToolMessage], *, task: Task, turn: int,
+                         style: AnswerStyle | Literal["tools"], tools: Sequence[dict[str, Any]] | None = None,
+                         ) -> Completion:
+        params = dict(self.params)
+        for key, value in (self.route(task, style, turn) if self.route is not None else {}).items():
+            both_dicts = isinstance(value, dict) and isinstance(params.get(key), dict)
+            params[key] = {**params[key], **value} if both_dicts else value  # extra_body: merged
+        if tools is not None:
+            params["tools"] = tools
+        return await self.client.complete(self.name, messages, **params)
 
     async def complete(self, messages: Sequence[Message], *, task: Task, turn: int,
                        style: AnswerStyle = "fenced") -> str:
-        return (await self.client.complete(self.name, messages, **self.params)).text
+        return (await self.completion(messages, task=task, turn=turn, style=style)).text
 
     async def complete_tools(self, messages: Sequence[ToolMessage], tools: Sequence[dict[str, Any]], *,
                              task: Task, turn: int) -> ToolAnswer:
-        completion = await self.client.complete(self.name, messages, tools=tools, **self.params)
+        completion = await self.completion(messages, task=task, turn=turn, style="tools", tools=tools)
         return ToolAnswer(completion.text, completion.tool_calls)
 
 

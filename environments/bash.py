@@ -24,7 +24,6 @@ from environments.base import Environment
 from environments.file_ages import FileAges, age_files
 from environments.gold import GoldKey
 from environments.kind import KindSpec, register
-from environments.paper_parsing import bash_action
 from environments.rewards.bash import (
     bash_reward,
     content_paths,
@@ -33,7 +32,7 @@ from environments.rewards.bash import (
     parse_status,
 )
 from foundation.pool import ExecResult, Sandbox
-from foundation.pool.sandbox import simplify_path
+from foundation.pool.container_sandbox import simplify_path
 from tasks import Task
 
 ACTION_TIMEOUT = 10.0
@@ -231,7 +230,7 @@ SHELL_TAGS = frozenset({"bash", "sh", "shell", "console"})
 SPEC = register(KindSpec(
     name="bash", environment=BashEnv, language="BASH", setting="Bourne Shell", fence="bash", fence_tags=SHELL_TAGS,
     export_name="ic_bash", datasets=("nl2bash-fs1", "nl2bash-fs2", "nl2bash-fs3", "nl2bash-fs4"),
-    starter="starter-bash", paper_parser=bash_action, harness_history=True, tool="bash", tool_argument="command",
+    starter="starter-bash", paper_parser="bash", harness_history=True, tool="bash", tool_argument="command",
     tool_description="Run a command in the Bash shell and return what it printed."))
 
 

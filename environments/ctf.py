@@ -14,7 +14,6 @@ from typing import Any
 from environments.base import ACTION_EXECUTED, StepResult
 from environments.bash import SHELL_TAGS, BashEnv
 from environments.kind import KindSpec, register
-from environments.paper_parsing import ctf_action
 from tasks import Task
 
 WRONG_FLAG = "Submitted flag is incorrect. Keep trying!"
@@ -66,6 +65,6 @@ SPEC = register(KindSpec(
     name="ctf", environment=CtfEnv, language="BASH", setting="Ubuntu machine", fence="bash", fence_tags=SHELL_TAGS,
     export_name="ic_ctf", datasets=("ctf",), starter="starter-ctf", gold_actions=_submit_flag,
     submit_argument=" <flag>", submit_meaning="give the flag you found", shows_reward=False,
-    paper_parser=ctf_action, recorded_action=_without_cmd, tool="bash", tool_argument="command",
+    paper_parser="ctf", recorded_action=_without_cmd, tool="bash", tool_argument="command",
     tool_description="Run a Bash command on the Ubuntu machine, in the directory of the challenge's files, and return "
                      "what it printed. Python is available too (python3 -c ...)."))

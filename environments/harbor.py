@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any
 
 from environments.base import ACTION_EXECUTED, StepResult, VerifierError
 from environments.kind import KindSpec, register
-from environments.paper_parsing import code_or_whole
 from environments.workspace import WorkspaceEnv, describe, json_safe
 from tasks.harbor import KIND
 
@@ -224,7 +223,7 @@ SPEC = register(KindSpec(
     name=KIND, environment=HarborEnv, language="BASH", setting="Linux container", fence="bash",
     fence_tags=frozenset({"bash", "sh", "shell", "console"}), export_name="ic_harbor", datasets=(),
     gold_actions=_oracle, submit_meaning="the task's tests then check your work", shows_reward=False,
-    paper_parser=code_or_whole, tool="shell", tool_argument="command",
+    paper_parser="code_or_whole", tool="shell", tool_argument="command",
     tool_description="Run a command in the container's shell (its state, such as the directory, carries over) and "
                      "return what it printed.",
     submit_at_end=True, prompts="task", time_limit=_time_limit))

@@ -33,10 +33,6 @@ BUILTIN = {"bash": "environments.bash", "sql": "environments.sql", "python": "en
 _KINDS: dict[str, KindSpec] = {}
 
 
-def _whole(answer: str) -> Parsed:
-    return answer, True
-
-
 def _unchanged(action: str) -> str:
     return action
 
@@ -64,8 +60,11 @@ class KindSpec:
     submit_argument: str = ""  # what `submit` takes, for prompts (" <flag>")
     submit_meaning: str = "the output of your last command is taken as the answer"
     shows_reward: bool = True  # Try Again's feedback shows the reward (the paper's CTF runs did not)
-    paper_parser: Callable[[str], Parsed] = _whole  # the paper's Single / Try Again / Plan & Solve rule
-    react_code: Callable[[str], str] = _unchanged  # the paper's ReAct rule, after execute[...]
+    # The paper's rules for taking the action out of an answer, by name (the strategies hold them:
+    # agents/strategies/paper_parsing.py): Single / Try Again / Plan & Solve's, and ReAct's for
+    # the code inside execute[...].
+    paper_parser: str = "whole"  # bash, sql, python, ctf, code_or_whole, whole
+    react_code: str = "as_is"  # as_is, up_to_semicolon
     paper_fenced: bool = False  # an oracle answers the paper's parser in a fence (SQL's keyword rule)
     recorded_action: Callable[[str], str] = _unchanged  # a recorded action as today's harness reads it
     harness_history: bool = False  # the original's harness reused containers across episodes (Bash)

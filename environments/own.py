@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from environments.base import Environment, RewardError
 from environments.kind import KindSpec, register
-from environments.paper_parsing import code_or_whole
 from environments.sql import SqlEnv
 from environments.workspace import LeasedEnv, WorkspaceEnv, json_safe
 from foundation.errors import ConfigError, SandboxError
@@ -232,7 +231,7 @@ def own_kind(own: OwnEnvironment) -> KindSpec:
     language, fence, tags = LANGUAGES[manifest.language]
     return register(KindSpec(
         name=own.name, environment=environment, language=language, setting=own.setting, fence=fence, fence_tags=tags,
-        export_name=f"ic_{own.name}", datasets=(own.name,), gold_actions=_gold_then_submit, paper_parser=code_or_whole,
+        export_name=f"ic_{own.name}", datasets=(own.name,), gold_actions=_gold_then_submit, paper_parser="code_or_whole",
         tool=manifest.language, tool_argument="code" if manifest.language == "python" else (
             "query" if manifest.language == "sql" else "command"),
         tool_description=DESCRIPTIONS[manifest.language], shows_reward=manifest.score_every_action,

@@ -23,7 +23,6 @@ from typing import Any
 from environments.base import ACTION_EXECUTED, Environment, StepResult
 from environments.gold import GoldKey
 from environments.kind import KindSpec, register
-from environments.paper_parsing import python_action
 from environments.rewards.python import (
     CODES_BEFORE_TESTS,
     MbppCheck,
@@ -254,6 +253,6 @@ SPEC = register(KindSpec(
     name="python", environment=PythonEnv, language="PYTHON", setting="Python 3 Interpreter", fence="python",
     fence_tags=frozenset({"python", "py", "python3"}), export_name="ic_python", datasets=("mbpp",),
     starter="starter-python", gold_actions=_define_then_submit, submit_argument=" <function name>",
-    submit_meaning="your function is tested", paper_parser=python_action, tool="python", tool_argument="code",
+    submit_meaning="your function is tested", paper_parser="python", tool="python", tool_argument="code",
     tool_description="Run Python code in a persistent interpreter and return what it printed. Code that defines "
                      "a function (starting with `def name(`) is also tested against hidden test cases right away."))

@@ -29,7 +29,6 @@ from environments.kind import KindSpec, register
 from environments.mysql8 import VERSION as MYSQL8
 from environments.mysql8 import as_mysql8 as mysql8_text
 from environments.mysql8 import refused_as_mysql8
-from environments.paper_parsing import sql_action, up_to_semicolon
 from environments.rewards.sql import (
     is_ordered,
     original_rows,
@@ -270,5 +269,5 @@ class SqlEnv(Environment):
 SPEC = register(KindSpec(
     name="sql", environment=SqlEnv, language="SQL", setting="MySQL Database", fence="sql",
     fence_tags=frozenset({"sql", "mysql"}), export_name="ic_sql", datasets=("spider",), starter="starter-sql",
-    paper_parser=sql_action, react_code=up_to_semicolon, paper_fenced=True, tool="sql", tool_argument="query",
+    paper_parser="sql", react_code="up_to_semicolon", paper_fenced=True, tool="sql", tool_argument="query",
     tool_description="Run a SQL query on the MySQL database and return its result."))

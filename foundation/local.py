@@ -34,7 +34,7 @@ from pathlib import Path
 from foundation.errors import SandboxError
 from foundation.pool.config import ActionLimits
 from foundation.pool.driver import DriverClient, ExecResult, PythonRun
-from foundation.pool.sandbox import run_action
+from foundation.pool.container_sandbox import run_action
 from foundation.settings import PROJECT_ROOT
 
 MARKER = "INTERCODE_LOCAL_SANDBOX"  # in the environment of everything a local driver starts

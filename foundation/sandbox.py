@@ -1,5 +1,5 @@
 """What an environment needs from a container, as a protocol: the Docker pool's lease implements
-it (foundation/pool/sandbox.py, ContainerSandbox), and so can anything else that runs actions
+it (foundation/pool/container_sandbox.py, ContainerSandbox), and so can anything else that runs actions
 somewhere, on another host or in a local directory (foundation/local.py, LocalSandbox).
 
     async with provider.lease(image) as sandbox:      # a Sandbox, valid for the block

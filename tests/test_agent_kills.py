@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from foundation.pool.sandbox import KILLED
+from foundation.pool.container_sandbox import KILLED
 from tasks import load_tasks
 from tests.stores import rows
 from tests.test_sweep import our_containers, sweep

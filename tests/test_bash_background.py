@@ -1,6 +1,6 @@
 """Background jobs, as docker's exec saw them in the original: an action (and a gold) ends when its
 output ends or 2 s after its shell exited, so what a background job prints or makes by then counts.
-Found by the differential harness (benchmarks/differential): NL2Bash fs1 #11's gold
+Found by the differential harness (checks/differential): NL2Bash fs1 #11's gold
 `... | xargs compress {} &` printed its error to the original's reward, and to ours nothing."""
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from orchestrator.report.html import render_html
 from orchestrator.report.markdown import render_markdown
 from orchestrator.report.stats import wilson_interval
 from orchestrator.report.summary import summarize_all
-from orchestrator.report.view import build_view
+from orchestrator.report.content import build_content
 from tests.stores import rows
 
 CELL = ("openai/sim", "try_again", "starter-bash")
@@ -52,7 +52,7 @@ def test_cut_episodes_are_in_no_rate_or_mean_and_are_counted_apart():
     assert summary.mean_turns == 2.0
     assert summary.failures == {"model": 0, "task": 0, "infra": 0, "verifier": 0}, "cut is not a model failure"
     assert (summary.total_tokens, summary.mean_tokens) == (450, 200), "spent tokens count; the mean is per complete"
-    view = build_view(results(episodes))
+    view = build_content(results(episodes))
     assert view.overall_success == 0.5 and view.cut_by_budget == 2
     assert dict(view.curves["starter-bash"]) == {"openai/sim / try_again": [0.5, 0.5, 0.5]}
 
@@ -60,7 +60,7 @@ def test_cut_episodes_are_in_no_rate_or_mean_and_are_counted_apart():
 def test_the_report_shows_the_cut_per_cell_in_markdown_and_html():
     episodes = [episode(0, 1.0), episode(1, 0.5), cut(2, 0.67),
                 cut(0, 0.67, task_set="starter-sql"), cut(1, 0.0, task_set="starter-sql")]
-    view = build_view(results(episodes))
+    view = build_content(results(episodes))
     md, html = render_markdown(view), render_html(view)
     assert "| openai/sim | try_again | 50.0% (0.75) | — (—) |" in md
     assert md.count("cut by budget |") == 1  # the header of the per-cell table
@@ -77,7 +77,7 @@ def test_the_report_shows_the_cut_per_cell_in_markdown_and_html():
 
 
 def test_no_cut_episodes_no_note():
-    view = build_view(results([episode(0, 1.0), episode(1, 0.0)]))
+    view = build_content(results([episode(0, 1.0), episode(1, 0.0)]))
     md = render_markdown(view)
     assert "cut short" not in md and "cut by budget)" not in md
     assert "| openai/sim | try_again | starter-bash | 2 | 50.0% (1) |" in md and "| 0 | 0 | 0 | 0 |" in md

@@ -3,8 +3,8 @@ and the rewriting of the original's Dockerfiles. Needs neither an engine nor the
 
 from __future__ import annotations
 
-from benchmarks.differential.cases import Case, Suite, shards
-from benchmarks.differential.compare import (
+from checks.differential.cases import Case, Suite, shards
+from checks.differential.compare import (
     TurnRecord,
     agree,
     classify,
@@ -13,8 +13,8 @@ from benchmarks.differential.compare import (
     tally,
     term_agrees,
 )
-from benchmarks.differential.images import IMAGES, derive, instructions
-from benchmarks.differential.report import headline, render
+from checks.differential.images import IMAGES, derive, instructions
+from checks.differential.report import headline, render
 
 
 def bash_answer(reward: float, fs: float = 0.33, content: float = 0.33, output: float = 0.33,

@@ -1,10 +1,10 @@
-"""The paper's action parsers (agents/paper_parsing.py), rule by rule, quirks included."""
+"""The paper's action parsers (agents/strategies/paper_parsing.py), rule by rule, quirks included."""
 
 from __future__ import annotations
 
 import pytest
 
-from environments.paper_parsing import PaperParseError, paper_action, react_action
+from agents.strategies.paper_parsing import PaperParseError, paper_action, react_action
 
 
 @pytest.mark.parametrize(("answer", "expected"), [

@@ -184,7 +184,7 @@ async def test_plan_solve_refine_has_three_turns_and_stops_at_reward_one(local):
 
 async def test_the_oracle_answers_in_the_form_each_strategy_reads():
     from agents.models import OracleModel
-    from environments.paper_parsing import paper_action, react_action
+    from agents.strategies.paper_parsing import paper_action, react_action
 
     oracle = OracleModel()
     for kind in ("bash", "sql", "python", "ctf"):

@@ -6,7 +6,7 @@ import pytest
 
 from foundation.errors import DriverLost
 from foundation.pool import ActionLimits, ImagePoolConfig
-from foundation.pool.sandbox import KILLED
+from foundation.pool.container_sandbox import KILLED
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

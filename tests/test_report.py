@@ -17,7 +17,7 @@ from orchestrator.report.cli import run, write_report
 from orchestrator.report.data import load_results
 from orchestrator.report.summary import summarize_all, turn_budget_curve
 from orchestrator.report.svg import BOTTOM, HEIGHT, TOP
-from orchestrator.report.view import build_view, cost_text
+from orchestrator.report.content import build_content, cost_text
 
 SCHEMA = Path(cli.__file__).parent / "store" / "schema.sql"
 REPORT_MODULE = "orchestrator.report.cli"
@@ -138,7 +138,7 @@ def test_an_episode_without_calls_cost_nothing_not_unknown(make_db):
 
 
 def test_turn_budget_curve(filled):
-    view = build_view(load_results(filled.outdir))
+    view = build_content(load_results(filled.outdir))
     assert dict(view.curves["fs1"]) == {"gpt / react": [0.0, 0.0, 0.5], "gpt / single": [0.25, 0.5, 0.5]}
     assert dict(view.curves["fs2"]) == {"llama / single": [0.5, 0.5]}
     episodes = [e for e in load_results(filled.outdir).episodes if e.strategy == "single" and e.model == "gpt"]

@@ -29,7 +29,7 @@ from foundation.settings import PROJECT_ROOT
 from orchestrator.cli import main
 from orchestrator.nightly.history import History
 from orchestrator.report.data import load_results
-from orchestrator.report.view import build_view, ci_text
+from orchestrator.report.content import build_content, ci_text
 from orchestrator.store import EpisodeKey, EpisodeRecord, LLMCall, Store, TurnRecord
 from orchestrator.view.app import serving
 from orchestrator.view.cli import last_good_night
@@ -110,7 +110,7 @@ def tasks(page: str) -> list[str]:
 @pytest.mark.slow
 async def test_the_overview_shows_the_reports_cells_intervals_and_plots(sweeps):
     a, _ = sweeps
-    view = build_view(load_results(a))
+    view = build_content(load_results(a))
     async with viewer(a) as (_, client):
         async with client.get("/", allow_redirects=False) as response:  # one store: straight to its overview
             assert (response.status, response.headers["Location"]) == (302, "/s/0")

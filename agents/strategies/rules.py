@@ -4,7 +4,7 @@ the loop is the same, the rules say what differs.
 
 - **paper** (`PaperRules`): the original harness's scripts (`experiments/eval_n_turn.py`,
   `eval_react.py`, `eval_plan_solve.py` with their chat policy). An answer is read by the paper's
-  parser for the kind (environments/paper_parsing.py), quirks included, and what the parser made
+  parser for the kind (agents/strategies/paper_parsing.py), quirks included, and what the parser made
   of it is what the n-turn harness kept in the dialogue; an answer the original's parser raised on
   ended its episode (a "blocked" turn). Observations are clipped silently, by characters or, for a
   SQL result, by rows. The dialogue keeps the last 5 messages.
@@ -36,7 +36,7 @@ from agents.strategies.common import (
     retry_message,
 )
 from environments.kind import kind_spec
-from environments.paper_parsing import PaperParseError, paper_action, react_action
+from agents.strategies.paper_parsing import PaperParseError, paper_action, react_action
 from foundation.errors import ConfigError
 
 if TYPE_CHECKING:

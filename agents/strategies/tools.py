@@ -115,7 +115,7 @@ def _arguments(call: ToolCall) -> dict[str, Any]:
 
 def bad_call_message(spec: KindSpec, problem: BadCall) -> str:
     """The observation of a call that ran nothing; its first words are those the replay reads as a
-    turn without code (orchestrator/fidelity/rules.py RETRY)."""
+    turn without code (orchestrator/fidelity/replayed_turn.py RETRY)."""
     submit = f'{{"{spec.submit_parameter}": "..."}}' if spec.submit_parameter else "{}"
     return (f"No {spec.language} code was run: {problem}. "
             f'Call {spec.tool_name} with {{"{spec.tool_argument}": "..."}}, or {SUBMIT} with {submit}.')

@@ -5,7 +5,7 @@ from foundation.pool.container import ContainerState
 from foundation.pool.driver import ExecResult
 from foundation.pool.image_pool import PoolClosed
 from foundation.pool.pool import Pool
-from foundation.pool.sandbox import ContainerSandbox
+from foundation.pool.container_sandbox import ContainerSandbox
 from foundation.sandbox import Sandbox, SandboxProvider
 
 __all__ = ["ActionLimits", "ContainerSandbox", "ExecResult", "Hardening", "ImagePoolConfig", "Pool", "PoolClosed", "Sandbox",

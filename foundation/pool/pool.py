@@ -43,7 +43,7 @@ from foundation.pool.ownership import (
     reap_orphans,
     remove_quietly,
 )
-from foundation.pool.sandbox import ContainerSandbox
+from foundation.pool.container_sandbox import ContainerSandbox
 
 log = structlog.get_logger(__name__)
 

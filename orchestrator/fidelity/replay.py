@@ -43,7 +43,7 @@ from environments.bash_lifecycle import OriginalLifecycleBashEnv
 from environments.kind import kind_spec
 from environments.runtime import Runtime
 from foundation.errors import ConfigError, SandboxError
-from orchestrator.fidelity.rules import OutOfGrammar, TurnResult, replay_turn
+from orchestrator.fidelity.replayed_turn import OutOfGrammar, TurnResult, replay_turn
 from orchestrator.fidelity.trajectories import Episode, TaskFinder, read_episodes, shown
 from orchestrator.store.export import HARNESS
 

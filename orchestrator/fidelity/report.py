@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from foundation.errors import ConfigError
-from orchestrator.fidelity.rules import TurnResult
+from orchestrator.fidelity.replayed_turn import TurnResult
 from orchestrator.fidelity.trajectories import shown
 
 

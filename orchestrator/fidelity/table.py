@@ -31,7 +31,7 @@ from orchestrator.fidelity.formats import (
     STRATEGY,
     TRY_AGAIN,
 )
-from orchestrator.fidelity.rules import TurnResult
+from orchestrator.fidelity.replayed_turn import TurnResult
 from orchestrator.fidelity.trajectories import CTF, HUMAN, REACT, Episode
 
 STRATEGIES = (SINGLE, TRY_AGAIN, STRATEGY[REACT], PLAN_AND_SOLVE, REFINE, STRATEGY[CTF], STRATEGY[HUMAN])

@@ -12,7 +12,7 @@ from orchestrator.files import write_files
 from orchestrator.report.data import load_results
 from orchestrator.report.html import render_html
 from orchestrator.report.markdown import render_markdown
-from orchestrator.report.view import build_view
+from orchestrator.report.content import build_content
 
 
 def add_parser(subparsers: Any) -> None:
@@ -29,7 +29,7 @@ async def run(args: argparse.Namespace) -> int:
 
 def write_report(outdir: Path) -> list[Path]:
     """Read OUTDIR/results.db and write both reports next to it; returns their paths."""
-    view = build_view(load_results(outdir))
+    view = build_content(load_results(outdir))
     md, html = outdir / "report.md", outdir / "report.html"
     # Both or neither: a full disk or a kill leaves the last reports as they were.
     return write_files({md: render_markdown(view), html: render_html(view)},

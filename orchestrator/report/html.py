@@ -8,11 +8,11 @@ from __future__ import annotations
 from html import escape
 
 from orchestrator.report.svg import Bar, bar_chart, line_chart
-from orchestrator.report.view import (
+from orchestrator.report.content import (
     CELL_COLUMNS,
     CUT_NOTE,
     RUN_COLUMNS,
-    ReportView,
+    ReportContent,
     cell_row,
     cut_text,
     paper_cell,
@@ -48,7 +48,7 @@ def html_table(header: list[str] | tuple[str, ...], rows: list[list[str]], table
             "</tbody>\n</table></div>")
 
 
-def render_html(view: ReportView) -> str:
+def render_html(view: ReportContent) -> str:
     title = f"Sweep report: {view.results.sweep}"
     parts = [f"<h1>{escape(title)}</h1>", f"<p>Results: <code>{escape(str(view.results.path))}</code></p>",
              *_lineage(view)]
@@ -61,7 +61,7 @@ def render_html(view: ReportView) -> str:
             + "\n".join(parts) + "\n</body>\n</html>\n")
 
 
-def _lineage(view: ReportView) -> list[str]:
+def _lineage(view: ReportContent) -> list[str]:
     results = view.results
     parts = ["<h2>Lineage</h2>"]
     if "schema_version" in results.meta:
@@ -77,7 +77,7 @@ def _lineage(view: ReportView) -> list[str]:
     return parts
 
 
-def _results(view: ReportView) -> list[str]:
+def _results(view: ReportContent) -> list[str]:
     parts = []
     if view.infra_failures:
         infra = plural(view.infra_failures, "episode")
@@ -103,7 +103,7 @@ def _results(view: ReportView) -> list[str]:
     return parts
 
 
-def _bar_charts(view: ReportView) -> list[str]:
+def _bar_charts(view: ReportContent) -> list[str]:
     """One chart per model: the task sets it ran along x, one bar per strategy (a gap where every
     episode was cut by the budget: no rate is known there)."""
     charts = []

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from orchestrator.report.view import (
+from orchestrator.report.content import (
     CELL_COLUMNS,
     CUT_NOTE,
     RUN_COLUMNS,
-    ReportView,
+    ReportContent,
     cell_row,
     cut_text,
     paper_cell,
@@ -23,7 +23,7 @@ def table(header: list[str] | tuple[str, ...], rows: list[list[str]]) -> list[st
     return [line(header), line(["---"] * len(header)), *(line(row) for row in rows), ""]
 
 
-def render_markdown(view: ReportView) -> str:
+def render_markdown(view: ReportContent) -> str:
     results = view.results
     out = [f"# Sweep report: {results.sweep}", "", f"Results: `{results.path}`", ""]
     out += _lineage(view)
@@ -51,7 +51,7 @@ def render_markdown(view: ReportView) -> str:
     return "\n".join(out)
 
 
-def _lineage(view: ReportView) -> list[str]:
+def _lineage(view: ReportContent) -> list[str]:
     results = view.results
     out = ["## Lineage", ""]
     if "schema_version" in results.meta:

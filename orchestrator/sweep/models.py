@@ -13,10 +13,10 @@ import asyncio
 import hashlib
 import json
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import structlog
 from pydantic import SecretStr
@@ -56,37 +56,24 @@ def check_models(config: SweepConfig, data_dir: Path | None) -> None:
 
 
 class RecordingModel:
-    """An LLM-backed model for one episode; every successful call lands in `calls`, and with a
+    """An LLMModel for one episode, wrapped: every successful call lands in `calls`, and with a
     `transcript`, what it sent, the tools it offered and the answer with the provider's other fields."""
 
-    def __init__(self, client: LLMClient, config: ModelConfig, calls: list[LLMCall],
-                 transcript: Transcript | None = None) -> None:
-        self.client, self.config, self.calls, self.name = client, config, calls, config.name
-        self.transcript = transcript
+    def __init__(self, model: LLMModel, calls: list[LLMCall], transcript: Transcript | None = None) -> None:
+        self.model, self.calls, self.transcript, self.name = model, calls, transcript, model.name
 
     async def complete(self, messages: Sequence[Message], *, task: Task, turn: int,
                        style: AnswerStyle = "fenced") -> str:
-        completion = await self.client.complete(self.name, messages, **self._params(local_key(task, style, turn)))
+        completion = await self.model.completion(messages, task=task, turn=turn, style=style)
         self._recorded(completion, messages, None)
         return completion.text
 
     async def complete_tools(self, messages: Sequence[ToolMessage], tools: Sequence[dict[str, Any]], *,
                              task: Task, turn: int) -> ToolAnswer:
-        completion = await self.client.complete(self.name, messages, tools=tools,
-                                                **self._params(local_tools_key(task, turn)))
+        completion = await self.model.completion(messages, task=task, turn=turn, style="tools", tools=tools)
         answer = ToolAnswer(completion.text, completion.tool_calls)
         self._recorded(completion, messages, tools, answer)
         return answer
-
-    def _params(self, key: str) -> dict[str, Any]:
-        params = dict(self.config.params)
-        if self.config.local is None:
-            return params
-        # How the offline server knows which task it answers: litellm drops a plain `user` on its
-        # OpenAI path (so it goes in the body as is) and sends it as `metadata.user_id` to Anthropic.
-        if self.name.startswith("anthropic/"):
-            return params | {"user": key}
-        return params | {"extra_body": {**params.get("extra_body", {}), "user": key}}
 
     def _recorded(self, completion: Completion, messages: Sequence[Any], tools: Sequence[dict[str, Any]] | None,
                   answer: ToolAnswer | None = None) -> None:
@@ -99,6 +86,16 @@ class RecordingModel:
                 extra |= json.loads(completion.raw)
             message = assistant_message(answer) if answer is not None else {"role": "assistant", "content": completion.text}
             self.transcript.record(messages, message, tools, extra)
+
+
+def local_route(name: str) -> Callable[[Task, AnswerStyle | Literal["tools"], int], dict[str, Any]]:
+    """How the offline server knows which task a call of model `name` answers: litellm drops a
+    plain `user` on its OpenAI path (so it goes in the body as is) and sends it as
+    `metadata.user_id` to Anthropic."""
+    def route(task: Task, style: AnswerStyle | Literal["tools"], turn: int) -> dict[str, Any]:
+        key = local_tools_key(task, turn) if style == "tools" else local_key(task, style, turn)
+        return {"user": key} if name.startswith("anthropic/") else {"extra_body": {"user": key}}
+    return route
 
 
 class TranscribedModel:
@@ -186,7 +183,9 @@ class SweepModels:
         """The episode's model: its LLM calls land in `calls`, and its dialogue in `transcript` if given."""
         if name in self._offline:
             return transcribed(self._offline[name], transcript)
-        return RecordingModel(self.client, self._configs[name], calls, transcript)
+        config = self._configs[name]
+        route = local_route(name) if config.local is not None else None
+        return RecordingModel(LLMModel(self.client, name, route=route, **config.params), calls, transcript)
 
 
 async def _start(client: LLMClient) -> None:

@@ -1,6 +1,6 @@
 """The pages of one store: the overview (progress, the report's cells, charts) and an episode list.
 
-Numbers come from the report's own view (orchestrator/report/view.py) and plots from its SVG
+Numbers come from the report's own content (orchestrator/report/content.py) and plots from its SVG
 module, so the viewer and report.html always agree; the viewer's own charts are charts.py's.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from orchestrator.report.summary import CellSummary
 from orchestrator.report.svg import Bar, bar_chart, line_chart
-from orchestrator.report.view import ReportView, ci_text, cost_text, cut_text, num, paper_cell, pct
+from orchestrator.report.content import ReportContent, ci_text, cost_text, cut_text, num, paper_cell, pct
 from orchestrator.view import charts as ch
 from orchestrator.view.layout import esc, link, money, name, pager, table, url, when
 from orchestrator.view.lists import FORMATS, list_table
@@ -79,7 +79,7 @@ def _cell_row(source: Source, s: CellSummary) -> list[str]:
             f"{s.total_tokens:,}", num(s.mean_tokens, 0), esc(cost_text(s)), errors, str(s.cut)]
 
 
-def _report(source: Source, view: ReportView) -> list[str]:
+def _report(source: Source, view: ReportContent) -> list[str]:
     paper = view.table
     paper_rows = [[name(m), name(s), *(esc(paper_cell(paper.get((m, s), ts))) for ts in paper.task_sets)]
                   for m, s in paper.rows]
@@ -90,7 +90,7 @@ def _report(source: Source, view: ReportView) -> list[str]:
             table(["model", "strategy", *paper.task_sets], paper_rows, "paper-table", names=2, css="sortable")]
 
 
-def _charts(charts: ch.CellCharts, view: ReportView) -> list[str]:
+def _charts(charts: ch.CellCharts, view: ReportContent) -> list[str]:
     cells = sorted(charts.cells)
     numbers = [(ch.name(c), charts.cells[c]) for c in cells]
     timed = [(n, v) for n, v in numbers if v.latency_p50 is not None]

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from foundation.concurrency import TaskOwner
 from foundation.errors import ConfigError, UserError
 from orchestrator.report.data import Results, load_results
-from orchestrator.report.view import ReportView, build_view
+from orchestrator.report.content import ReportContent, build_content
 from orchestrator.store import reader
 from orchestrator.store.reader import REQUIRED_TABLES, database_path
 from orchestrator.store.store import SCHEMA_VERSION
@@ -43,7 +43,7 @@ class Snapshot:
 
     token: tuple[Any, ...]
     results: Results
-    view: ReportView
+    view: ReportContent
     charts: CellCharts | None = None  # drawn after the view, from every turn and call (None: not yet)
     charts_token: tuple[Any, ...] | None = None  # the store's state they are of
 
@@ -176,7 +176,7 @@ class Source:
 
     async def _compute(self, token: tuple[Any, ...]) -> Snapshot:
         results = await asyncio.to_thread(load_results, self.outdir)
-        view = await asyncio.to_thread(build_view, results)
+        view = await asyncio.to_thread(build_content, results)
         last = self._snapshot
         self._snapshot = Snapshot(token, results, view, last.charts if last else None, last.charts_token if last else None)
         self._draw()

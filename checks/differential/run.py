@@ -16,11 +16,11 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any, TypeVar
 
-from benchmarks.differential.cases import Case, Suite
-from benchmarks.differential.compare import TurnRecord
-from benchmarks.differential.images import IMAGES
-from benchmarks.differential.original import OriginalHarness
-from benchmarks.differential.ours import OurHarness
+from checks.differential.cases import Case, Suite
+from checks.differential.compare import TurnRecord
+from checks.differential.images import IMAGES
+from checks.differential.original import OriginalHarness
+from checks.differential.ours import OurHarness
 from environments.runtime import Runtime
 
 T = TypeVar("T")

@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from benchmarks.differential.compare import (
+from checks.differential.compare import (
     TERMS,
     TurnRecord,
     differences,

@@ -1,4 +1,4 @@
-"""`python -m benchmarks.differential`: drive the original harness and ours with the same actions.
+"""`python -m checks.differential`: drive the original harness and ours with the same actions.
 
 Builds what is missing (the original's images, ours, the original's venv), runs the suites in
 lockstep, prints the report, and ends with one `name: value` line per headline figure. Every
@@ -14,10 +14,10 @@ import time
 import uuid
 from pathlib import Path
 
-from benchmarks.differential import cases, report
-from benchmarks.differential.images import IMAGES, ensure_images
-from benchmarks.differential.original import ensure_venv, remove_leftovers
-from benchmarks.differential.run import CONCURRENCY, run_suites
+from checks.differential import cases, report
+from checks.differential.images import IMAGES, ensure_images
+from checks.differential.original import ensure_venv, remove_leftovers
+from checks.differential.run import CONCURRENCY, run_suites
 from environments.runtime import Runtime
 from foundation import logs
 from foundation.engine import engine

@@ -30,7 +30,7 @@ from typing import Any
 from agents.strategies.common import harness_step
 from environments.base import Environment
 from environments.kind import kind_spec
-from environments.paper_parsing import react_action
+from agents.strategies.paper_parsing import react_action
 from orchestrator.fidelity.trajectories import BLOCKED, CTF, REACT, Episode, shown
 
 TOLERANCE = 0.01 + 1e-9

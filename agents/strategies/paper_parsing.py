@@ -28,8 +28,11 @@ ReAct), written again here from what they do; `tests/test_paper_parsing.py` hold
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 from environments.kind import Parsed, kind_spec
+from foundation.errors import ConfigError
 
 SQL_KEYWORDS = ("SHOW", "SELECT", "DESCRIBE", "DESC")
 _BASH_FENCES = (re.compile(r"```(?:bash|BASH|sh)?([\S\s]+?)```"), re.compile(r"```([\S\s]+?)```"))
@@ -108,10 +111,43 @@ def code_or_whole(answer: str) -> Parsed:
     return (found.group(1).strip("\n"), True) if found else (answer.strip(), True)
 
 
+def _whole(answer: str) -> Parsed:
+    return answer, True
+
+
+def up_to_semicolon(code: str) -> str:
+    """SQL's ReAct rule: the code inside execute[...] up to a `;`."""
+    return _up_to_semicolon(code)
+
+
+def _as_is(code: str) -> str:
+    return code
+
+
+# The rules a kind names (KindSpec.paper_parser, KindSpec.react_code); register_paper_rule adds one.
+PAPER_RULES: dict[str, Callable[[str], Parsed]] = {
+    "bash": bash_action, "sql": sql_action, "python": python_action, "ctf": ctf_action,
+    "code_or_whole": code_or_whole, "whole": _whole}
+REACT_CODE: dict[str, Callable[[str], str]] = {"as_is": _as_is, "up_to_semicolon": up_to_semicolon}
+
+
+def register_paper_rule(name: str, rule: Callable[[str], Parsed]) -> None:
+    """A rule of one's own for a kind to name as its `paper_parser`."""
+    PAPER_RULES[name] = rule
+
+
+def _rule(rules: dict[str, Callable[..., Any]], name: str, kind: str, field: str) -> Callable[..., Any]:
+    try:
+        return rules[name]
+    except KeyError:
+        raise ConfigError(f"kind {kind} names {field} {name!r}, which is not one of {', '.join(sorted(rules))}") from None
+
+
 def paper_action(answer: str, kind: str) -> Parsed:
     """The action of `answer` by the rule of the paper's Single / Try Again / Plan & Solve runs
     (the kind's `paper_parser`)."""
-    return kind_spec(kind).paper_parser(answer)
+    rule: Callable[[str], Parsed] = _rule(PAPER_RULES, kind_spec(kind).paper_parser, kind, "paper_parser")
+    return rule(answer)
 
 
 def react_action(action: str, kind: str) -> Parsed:
@@ -121,9 +157,5 @@ def react_action(action: str, kind: str) -> Parsed:
     found = _EXECUTE.findall(action)
     if not found:
         return action, False
-    return kind_spec(kind).react_code(found[0]), True
-
-
-def up_to_semicolon(code: str) -> str:
-    """SQL's ReAct rule: the code inside execute[...] up to a `;`."""
-    return _up_to_semicolon(code)
+    code: Callable[[str], str] = _rule(REACT_CODE, kind_spec(kind).react_code, kind, "react_code")
+    return code(found[0]), True

@@ -1,7 +1,7 @@
 """SQL fidelity against the original: gold validation and trajectory replay.
 
-    python -m benchmarks.sql_fidelity gold spider wikisql            # reset, step(gold), submit
-    python -m benchmarks.sql_fidelity replay trajectories/sql/*.json --out /tmp/replay.json
+    python -m checks.sql_fidelity gold spider wikisql            # reset, step(gold), submit
+    python -m checks.sql_fidelity replay trajectories/sql/*.json --out /tmp/replay.json
 
 `gold` reports the share of tasks whose own gold scores 1.0, and why the others don't. `replay`
 re-runs the recorded episodes turn by turn: step(action) then score(), as the paper's "Try Again"

@@ -24,7 +24,7 @@ Curve = tuple[str, list[float]]  # ("model / strategy", share solved within t tu
 
 
 @dataclass(frozen=True)
-class ReportView:
+class ReportContent:
     """The report's content: lineage (in `results`), per-cell summaries, the paper table, curves."""
 
     results: Results
@@ -46,9 +46,9 @@ class ReportView:
         return sum(s.successes for s in self.summaries) / episodes if episodes else None
 
 
-def build_view(results: Results) -> ReportView:
+def build_content(results: Results) -> ReportContent:
     summaries = summarize_all(results.episodes)
-    return ReportView(results, summaries, paper_table(summaries), _curves(results))
+    return ReportContent(results, summaries, paper_table(summaries), _curves(results))
 
 
 def _curves(results: Results) -> dict[str, list[Curve]]:

@@ -1,6 +1,6 @@
 """The differential harness: the original InterCode harness and ours, driven with the same actions.
 
-    python -m benchmarks.differential [--env bash,sql,python,ctf] [--limit N] [--sources ...]
+    python -m checks.differential [--env bash,sql,python,ctf] [--limit N] [--sources ...]
 
 - `images`: the original's images, derived at run time from its Dockerfiles on our base image;
 - `cases`: the action sequences (every gold, every recorded action, generated variants), as suites;
