@@ -36,20 +36,48 @@ CLUSTER_IMAGES = ["intercode/nl2bash-fs1", "intercode/nl2bash-fs2", "intercode/n
                   "intercode/sql", "intercode/sql-starter", "intercode/python", "intercode/starter"]
 
 
+# How to stop the session's cluster, while it runs: its last test stops it (pytest_runtest_teardown
+# below), so that its nodes and engines don't take their share of the CPU from every later test.
+_STOP_CLUSTER: list[Callable[[], None]] = []
+
+
 @pytest.fixture(scope="session")
 def cluster() -> Any:
     """One local Ray cluster of three nodes, each with its own engine (tests/cluster_fixture.py),
     for every cluster test of the session; this process joined to it. Tests leave it whole (a
-    node they kill, they start again)."""
+    node they kill, they start again). It stops after the last test that uses it."""
     ray = pytest.importorskip("ray")
     from tests.cluster_fixture import LocalCluster
 
-    with LocalCluster(CLUSTER_IMAGES) as local:
-        ray.init(address=local.address, logging_level="warning", log_to_driver=False)
+    local = LocalCluster(CLUSTER_IMAGES)
+    local.__enter__()
+
+    def stop() -> None:
         try:
-            yield local
-        finally:
             ray.shutdown()
+        finally:
+            local.__exit__(None, None, None)
+
+    _STOP_CLUSTER.append(stop)
+    try:
+        ray.init(address=local.address, logging_level="warning", log_to_driver=False)
+        yield local
+    finally:
+        while _STOP_CLUSTER:
+            _STOP_CLUSTER.pop()()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """Once the session has left the last module with a test that uses the cluster (its fixtures
+    of module scope, which may still call the cluster, torn down), stop it."""
+    if not _STOP_CLUSTER or (nextitem is not None and getattr(nextitem, "module", None) is getattr(item, "module", None)):
+        return
+    items = item.session.items
+    later = items[items.index(item) + 1:] if item in items else []
+    if not any("cluster" in getattr(other, "fixturenames", ()) for other in later):
+        while _STOP_CLUSTER:
+            _STOP_CLUSTER.pop()()
 
 
 @pytest.fixture(scope="session")

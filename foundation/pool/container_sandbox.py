@@ -95,11 +95,21 @@ class ContainerSandbox:
         """The driver is gone. When its container still runs, an action killed it (`kill -9 -1`
         spares only PID 1): that is the agent's doing, so the episode goes on with a new driver, and
         the container is retired at the lease's end (what the action left is not the pool's to
-        reset). A container that stopped is infrastructure: `lost` is raised."""
+        reset). A container that stopped is infrastructure: `lost` is raised, also when it was
+        still stopping as we looked (killed from outside) and the new driver found it stopped."""
         if not await self._member.running():
             raise lost
-        await self._member.restart_driver()
         self.mark_broken("an action killed every process of the container")
+        try:
+            await self._member.restart_driver()
+        except SandboxError:
+            try:
+                alive = await self._member.running()
+            except SandboxError:  # gone altogether
+                alive = False
+            if not alive:
+                raise lost from None
+            raise
 
     def mark_broken(self, reason: str) -> None:
         """The container is no good any more (it died under a service): when the lease ends, the
