@@ -157,6 +157,7 @@ class SqlServer:
         self._password = password
         self.sessions = asyncio.Semaphore(settings.connections)  # the server's connection slots
         self._gold: aiomysql.Pool | None = None
+        self._stopped = False  # its runtime stopped it (the engine went away, or the run ends)
 
     async def connect(self, db: str | None = None) -> aiomysql.Connection:
         """A reader session in `db` (selected with `USE`, as the original's reset did)."""
@@ -185,9 +186,8 @@ class SqlServer:
     async def read(self, db: str, query: str) -> QueryOutcome:
         """Run `query` in `db` on a pooled reader connection that no agent ever used. A server
         that stopped answering is a SqlServerError (infrastructure), not the gold's outcome."""
-        assert self._gold is not None
         try:
-            async with self._gold.acquire() as connection:
+            async with self._reader() as connection:
                 try:
                     async with asyncio.timeout(self.settings.statement_timeout + GRACE):
                         async with connection.cursor() as cursor:
@@ -204,9 +204,8 @@ class SqlServer:
 
     async def kill(self, thread_id: int) -> None:
         """End a session whose query outran the statement timeout (the agent may have raised it)."""
-        assert self._gold is not None
         try:
-            async with self._gold.acquire() as connection, connection.cursor() as cursor:
+            async with self._reader() as connection, connection.cursor() as cursor:
                 await cursor.execute(f"KILL {int(thread_id)}")
         except pymysql.err.MySQLError as exc:
             if exc.args and exc.args[0] == NO_SUCH_THREAD:
@@ -226,8 +225,28 @@ class SqlServer:
         try:
             yield
         finally:
+            self._stopped = True
             self._gold.close()
             await self._gold.wait_closed()
+
+    @asynccontextmanager
+    async def _reader(self) -> AsyncIterator[Any]:
+        """A pooled reader connection. A server its runtime has stopped meanwhile (the engine went
+        away and came back, and episodes still held the old server) is a SqlServerError, the
+        infrastructure's, where aiomysql raises a RuntimeError about its closed pool."""
+        assert self._gold is not None
+        stopped = SqlServerError(f"the SQL server at {self.host} was stopped (its engine went away); run again",
+                                 container_id=self.container_id, image=self.image)
+        if self._stopped:
+            raise stopped
+        async with AsyncExitStack() as stack:
+            try:
+                connection = await stack.enter_async_context(self._gold.acquire())
+            except RuntimeError as exc:
+                if self._stopped:
+                    raise stopped from exc
+                raise
+            yield connection
 
 
 async def sql_server(runtime: Runtime, image: str, settings: SqlSettings | None = None) -> SqlServer:
