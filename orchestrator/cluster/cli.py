@@ -17,6 +17,8 @@ from foundation.errors import ConfigError, UserError
 from orchestrator.cluster import require_ray
 
 CONNECT_TIMEOUT = 5.0  # seconds for the cluster's address to accept a connection
+CLIENT_ATTEMPTS = 3  # tries to join through Ray Client, whose server may fail to start a client's session once
+CLIENT_PAUSE = 2.0  # seconds before the second try (twice that before the third)
 DOWN_TIMEOUT = 60.0  # seconds for an agent to remove its containers
 STATUS_TIMEOUT = 10.0  # seconds for a sweep's agent to say what it holds
 
@@ -127,12 +129,20 @@ async def connect(address: str | None) -> bool:
         raise ConfigError("Ray is not initialized: call ray.init(address=...) first or pass address=HOST:PORT")
     if address != "auto":
         await reachable(address)
-    try:
-        await asyncio.to_thread(ray.init, address=address, logging_level=logging.ERROR, log_to_driver=False)
-    except (ConnectionError, RuntimeError, ValueError) as exc:
-        text = str(exc).strip().splitlines()
-        raise UserError(f"cannot join the Ray cluster {address}: {text[0] if text else type(exc).__name__}") from None
-    return True
+    for attempt in range(1, CLIENT_ATTEMPTS + 1):
+        try:
+            await asyncio.to_thread(ray.init, address=address, logging_level=logging.ERROR, log_to_driver=False)
+            return True
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            text = str(exc).strip().splitlines()
+            # Ray Client's server starts a process per client; on a loaded head that start can
+            # fail once ("Initialization failure from server"): asked again, after a pause.
+            if address.startswith("ray://") and "Initialization failure" in str(exc) and attempt < CLIENT_ATTEMPTS:
+                await asyncio.to_thread(ray.shutdown)
+                await asyncio.sleep(CLIENT_PAUSE * attempt)
+                continue
+            raise UserError(f"cannot join the Ray cluster {address}: {text[0] if text else type(exc).__name__}") from None
+    raise AssertionError("unreachable")  # the loop returns or raises
 
 
 async def reachable(address: str) -> None:
