@@ -2,7 +2,7 @@
 
 It reads request frames on stdin and writes reply frames on stdout (the protocol: `protocol`).
 Standard library only, so any image with python3 can carry it; images get it as one zipapp,
-`/usr/lib/intercode/icdriver.pyz`, built from this package (orchestrator/images/context.py).
+`/usr/lib/intercode/icdriver.pyz`, built from this package (orchestrator/images/build_context.py).
 The host imports only `icdriver.protocol`.
 
   protocol  version, ops, the frame codec        server   the main loop and the ops

@@ -4,7 +4,7 @@ and the rewriting of the original's Dockerfiles. Needs neither an engine nor the
 from __future__ import annotations
 
 from checks.differential.cases import Case, Suite, shards
-from checks.differential.compare import (
+from checks.differential.turn_compare import (
     TurnRecord,
     agree,
     classify,
@@ -13,7 +13,7 @@ from checks.differential.compare import (
     tally,
     term_agrees,
 )
-from checks.differential.images import IMAGES, derive, instructions
+from checks.differential.original_images import IMAGES, derive, instructions
 from checks.differential.report import headline, render
 
 

@@ -20,7 +20,7 @@ from icdriver import protocol
 from icdriver.capture import CappedText, Capture, pump
 from icdriver.process import kill_group
 from icdriver.restore import Restorer, snapshot
-from orchestrator.images.context import collect, driver_zipapp, inputs_hash
+from orchestrator.images.build_context import collect, driver_zipapp, inputs_hash
 from orchestrator.images.specs import DRIVER, get
 
 # ----------------------------------------------------------------------------- frames

@@ -16,7 +16,7 @@ import pytest
 from foundation.errors import ImageError
 from foundation.pool.driver import DRIVER_PATH, DriverClient
 from icdriver import protocol
-from orchestrator.images.context import driver_zipapp
+from orchestrator.images.build_context import driver_zipapp
 from orchestrator.images.specs import DRIVER
 from tests.conftest import require_image
 

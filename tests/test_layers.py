@@ -1,7 +1,7 @@
 """The import contracts (pyproject.toml, [tool.importlinter]) hold for the project, and an import
 against each breaks it: the layers (foundation < tasks < environments < agents < application) and
 the application's parts (commands > view > nightly > sweep > fidelity | cluster > report | site >
-store > tasksets > images | taskset_config | files)."""
+store > tasksets > images | taskset_config | output_files)."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from environments import make_environment
 from environments.runtime import Runtime
 from foundation.errors import ConfigError
 from orchestrator.fidelity.replay_model import ReplayModel
-from orchestrator.sweep.models import resolve_model
+from orchestrator.sweep.sweep_models import resolve_model
 from tasks import Task, load_tasks
 from tests.conftest import containers_of_run, require_image
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.cli import main
-from orchestrator.fidelity.context import infer_contexts, which_file_system
+from orchestrator.fidelity.replay_context import infer_contexts, which_file_system
 from orchestrator.fidelity.file_systems import load_file_systems
 from orchestrator.fidelity.trajectories import TaskFinder, read_episodes
 

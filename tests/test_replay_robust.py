@@ -22,7 +22,7 @@ from foundation.errors import ConfigError
 from orchestrator.cli import main
 from orchestrator.fidelity.replay import TurnResult, bad_line, replay_all
 from orchestrator.fidelity.trajectories import Episode, TaskFinder, read_episodes
-from orchestrator.sweep.models import resolve_model
+from orchestrator.sweep.sweep_models import resolve_model
 from foundation.pool import Pool
 from tests.conftest import FS1, clean_runtime, containers_of_run
 

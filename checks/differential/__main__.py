@@ -15,7 +15,7 @@ import uuid
 from pathlib import Path
 
 from checks.differential import cases, report
-from checks.differential.images import IMAGES, ensure_images
+from checks.differential.original_images import IMAGES, ensure_images
 from checks.differential.original import ensure_venv, remove_leftovers
 from checks.differential.run import CONCURRENCY, run_suites
 from environments.runtime import Runtime

@@ -16,7 +16,7 @@ from typing import Any
 
 import aiodocker
 
-from checks.differential.images import ORIGINAL_DIR
+from checks.differential.original_images import ORIGINAL_DIR
 from foundation.settings import PROJECT_ROOT
 
 VENV = PROJECT_ROOT / ".venv-original"

@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from checks.differential.compare import (
+from checks.differential.turn_compare import (
     TERMS,
     TurnRecord,
     differences,

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from checks.differential.cases import Case, Suite
-from checks.differential.compare import TurnRecord
-from checks.differential.images import IMAGES
+from checks.differential.turn_compare import TurnRecord
+from checks.differential.original_images import IMAGES
 from checks.differential.original import OriginalHarness
 from checks.differential.ours import OurHarness
 from environments.runtime import Runtime

@@ -13,7 +13,7 @@ from pathlib import Path
 from environments.runtime import Runtime
 from foundation.errors import ConfigError
 from foundation.settings import resolve_data_dir
-from orchestrator.fidelity.context import INFERRED, ReplayContext, infer_contexts
+from orchestrator.fidelity.replay_context import INFERRED, ReplayContext, infer_contexts
 from orchestrator.fidelity.replay import (
     Replayed,
     lifecycle,

@@ -21,7 +21,7 @@ import aiodocker
 from foundation.engine import engine, engine_deadline
 from foundation.errors import ImageError
 from orchestrator.images.base import ensure_base
-from orchestrator.images.context import Entry, collect, describe, inputs_hash, write_tar
+from orchestrator.images.build_context import Entry, collect, describe, inputs_hash, write_tar
 from orchestrator.images.engine_build import (
     Line,
     Progress,

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from foundation.errors import ConfigError
 from foundation.logs import logging_to_file
-from orchestrator.files import make_directory, write_files
+from orchestrator.output_files import make_directory, write_files
 from orchestrator.nightly.compare import CompareSettings, Comparison, compare
 from orchestrator.nightly.flaky import FlakySettings
 from orchestrator.nightly.nightly import NightlyOptions, night_dir, run_nightly

@@ -8,7 +8,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from orchestrator.files import write_files
+from orchestrator.output_files import write_files
 from orchestrator.report.data import load_results
 from orchestrator.report.html import render_html
 from orchestrator.report.markdown import render_markdown

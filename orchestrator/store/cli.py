@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from foundation.errors import ConfigError
-from orchestrator.files import CannotWrite, cannot_write, make_directory
+from orchestrator.output_files import CannotWrite, cannot_write, make_directory
 from orchestrator.store.export import EXPORT_FIX, export_intercode
 from orchestrator.store.reader import database_path
 

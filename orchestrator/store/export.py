@@ -18,7 +18,7 @@ from typing import Any
 
 from environments.kind import kind_spec
 from foundation.errors import ConfigError
-from orchestrator.files import make_directory, write_files
+from orchestrator.output_files import make_directory, write_files
 from orchestrator.store.reader import read_only
 from tasks import DATASETS
 

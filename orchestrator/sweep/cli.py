@@ -12,7 +12,7 @@ from typing import Any
 from foundation.errors import DataDirError
 from foundation.logs import logging_to_file
 from foundation.settings import DATA_DIR_ENV, resolve_data_dir
-from orchestrator.files import CannotWrite, cannot_write, make_directory
+from orchestrator.output_files import CannotWrite, cannot_write, make_directory
 from orchestrator.sweep.config import SweepConfig, load_sweep
 from tasks import DATASETS
 

@@ -36,7 +36,7 @@ from foundation.errors import SandboxError, UserError
 from orchestrator.site import Placed, Site
 from orchestrator.store import EpisodeRecord, LLMCall, TurnRecord
 from orchestrator.store.transcript import Transcript
-from orchestrator.sweep.models import SweepModels
+from orchestrator.sweep.sweep_models import SweepModels
 from orchestrator.sweep.plan import PlannedEpisode
 from tasks import Task
 

@@ -38,7 +38,7 @@ from orchestrator.images.ensure import ensure_images
 from orchestrator.store import EpisodeRecord, Store
 from orchestrator.store.store import config_json
 from orchestrator.sweep.config import PoolSettings, SweepConfig
-from orchestrator.sweep.models import SweepModels, check_models
+from orchestrator.sweep.sweep_models import SweepModels, check_models
 from orchestrator.sweep.plan import Dispatcher, PlannedEpisode, plan
 from orchestrator.sweep.progress import SweepProgress
 from orchestrator.site import Site

@@ -1,6 +1,6 @@
 """The original side: run by the original's venv, never imported by the project.
 
-    .venv-original/bin/python checks/differential/driver.py ORIGINAL_DIR RUN_LABEL
+    .venv-original/bin/python checks/differential/original_side.py ORIGINAL_DIR RUN_LABEL
 
 Reads one JSON request per line on stdin and answers each with one JSON line on stdout:
 

@@ -29,7 +29,7 @@ import aiodocker
 
 from foundation.settings import PROJECT_ROOT, data_path
 from orchestrator.images.base import ensure_base
-from orchestrator.images.context import Entry, inputs_hash, write_tar
+from orchestrator.images.build_context import Entry, inputs_hash, write_tar
 from orchestrator.images.engine_build import Line, find_image, run_build
 from orchestrator.images.specs import BASE_IMAGE
 
