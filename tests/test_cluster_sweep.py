@@ -107,8 +107,10 @@ def assert_no_container(cluster: LocalCluster, outdir: Path) -> None:
 
 def test_the_oracle_across_three_hosts_earns_a_local_runs_rewards(cluster: LocalCluster, tmp_path: Path,
                                                                    data_dir: Path) -> None:
-    tasks = "".join(f'[[tasks]]\ndataset = "{image.removeprefix("intercode/")}"\n' for image in BASH)
-    tasks += '[[tasks]]\ndataset = "spider"\nsample = 20\nseed = 7\n'
+    # A sample of each set: the cluster's part is placing, shipping and scoring on every host (every
+    # gold against its image is the local fidelity tests' part)
+    tasks = "".join(f'[[tasks]]\ndataset = "{image.removeprefix("intercode/")}"\nsample = 15\nseed = 7\n' for image in BASH)
+    tasks += '[[tasks]]\ndataset = "spider"\nsample = 15\nseed = 7\n'
     body = '[[models]]\nname = "oracle"\n' + tasks
     local = sweep_file(tmp_path, "local", body, strategies=["try_again"], max_turns=3, concurrency=24)
     remote = sweep_file(tmp_path, "remote", body + "[cluster]\nray = \"auto\"\nhost_concurrency = 8\n",
@@ -117,15 +119,16 @@ def test_the_oracle_across_three_hosts_earns_a_local_runs_rewards(cluster: Local
     finish(start_sweep(remote, data_dir, "--ray", cluster.address))  # --ray overrides the file's "auto"
     query = "SELECT task_set, task_id, reward, status FROM episodes ORDER BY task_set, task_id"
     expected = rows(tmp_path / "local", query)
-    assert len(expected) == 200 + 20 and sum(reward for _, _, reward, _ in expected) > 100
+    assert len(expected) == 4 * 15 + 15 and sum(reward for _, _, reward, _ in expected) > 35
     # Some golds give another answer on each run (they read the clock, /proc, or time a failing
     # download): those that differ between two local runs, or read the clock, are left out.
     again = sweep_file(tmp_path, "again", body, strategies=["try_again"], max_turns=3, concurrency=24)
     finish(start_sweep(again, data_dir))
     unstable = {row[1] for row in set(expected) ^ set(rows(tmp_path / "again", query))}
+    sampled = {row[1] for row in expected}
     unstable |= {t.id for image in BASH for t in load_tasks(image.removeprefix("intercode/"), data_dir)
-                 if volatile(t.gold_text)}
-    assert len(unstable) < 40, unstable
+                 if t.id in sampled and volatile(t.gold_text)}
+    assert len(unstable) < 15, unstable
     local = {row[1]: row for row in expected if row[1] not in unstable}
     remote = {row[1]: row for row in rows(tmp_path / "remote", query) if row[1] not in unstable}
     assert remote.keys() == local.keys()
@@ -142,7 +145,7 @@ def test_the_oracle_across_three_hosts_earns_a_local_runs_rewards(cluster: Local
         finish(start_sweep(again_remote, data_dir, "--ray", cluster.address))
         assert [local[row[1]] for row in rows(tmp_path / "again-remote", query)] == rows(tmp_path / "again-remote", query)
     hosts = dict(rows(tmp_path / "remote", "SELECT host, COUNT(*) FROM episodes GROUP BY host"))
-    assert sorted(hosts) == HOSTS and min(hosts.values()) >= 20, hosts
+    assert sorted(hosts) == HOSTS and min(hosts.values()) >= 5, hosts
     for host, image, digest in rows(tmp_path / "remote", "SELECT DISTINCT host, image, image_digest FROM episodes"):
         engine = cluster.engine_hosts[HOSTS.index(host)]
         assert digest == image_id(engine, image)
@@ -196,7 +199,7 @@ def test_a_sweep_killed_with_sigkill_then_resumed_stores_every_episode_once_and_
     body = ('[[models]]\nname = "openai/sim-slow"\n[models.local]\nlatency = 1.5\n'
             '[[tasks]]\ndataset = "nl2bash-fs1"\n[[tasks]]\ndataset = "nl2bash-fs4"\n'
             '[cluster]\nray = "auto"\nhost_concurrency = 8\n')
-    path = sweep_file(tmp_path, "killed", body, strategies=["single"], max_turns=2, epochs=2)
+    path = sweep_file(tmp_path, "killed", body, strategies=["single"], max_turns=2)
     outdir = tmp_path / "killed"
     # Slowly at first (it is killed while it runs), then the resume at full speed.
     process = start_sweep(path, data_dir, "--ray", cluster.address, "--concurrency", "6")
@@ -214,10 +217,10 @@ def test_a_sweep_killed_with_sigkill_then_resumed_stores_every_episode_once_and_
         process.communicate()
     query = "SELECT task_set, task_id, epoch, status, reward, host, started_at FROM episodes ORDER BY task_id, epoch"
     before = rows(outdir, query)
-    assert 15 <= len(before) < 2 * 87
+    assert 15 <= len(before) < 87
     finish(start_sweep(path, data_dir, "--ray", cluster.address, "--concurrency", "24"))
     after = rows(outdir, query)
-    assert len(after) == len({row[:3] for row in after}) == 2 * (60 + 27)  # every planned episode, each once
+    assert len(after) == len({row[:3] for row in after}) == 60 + 27  # every planned episode, each once
     assert set(before) <= set(after)  # what the killed run stored stays as it was
     assert {row[3] for row in after} <= {"solved", "submitted"}
     log = (outdir / "sweep.log").read_text().split('"sweep_start"')[-1]  # the resume's part of the log
