@@ -58,6 +58,10 @@ bench-cluster *ARGS: (images "nl2bash-fs1" "nl2bash-fs2" "nl2bash-fs3" "nl2bash-
 bench-view *ARGS:
     {{python}} -m benchmarks.bench_view {{ARGS}}
 
+# Two commits side by side in one run (ABBA): each from a worktree of its own, its images built by its own code, its bench-pool and bench-sweep, then its replay of the shared Bash trajectories; medians and ratios after/before. E.g. ./dev bench-revisions 73f091a
+bench-revisions BEFORE *ARGS: engine
+    {{python}} -m benchmarks.side_by_side {{BEFORE}} --data-dir {{data_dir}} {{ARGS}}
+
 # Harbor side by side: Harbor's own oracle run (PyPI harbor in a venv of its own under a temporary directory) vs ours on tests/fixtures/harbor: reward per task on both sides, wall time ratio
 bench-harbor *ARGS: engine
     {{python}} -m benchmarks.bench_harbor {{ARGS}}

@@ -129,7 +129,8 @@ async def connect(address: str | None) -> bool:
         raise ConfigError("Ray is not initialized: call ray.init(address=...) first or pass address=HOST:PORT")
     if address != "auto":
         await reachable(address)
-    for attempt in range(1, CLIENT_ATTEMPTS + 1):
+    attempt = 1
+    while True:
         try:
             await asyncio.to_thread(ray.init, address=address, logging_level=logging.ERROR, log_to_driver=False)
             return True
@@ -137,12 +138,12 @@ async def connect(address: str | None) -> bool:
             text = str(exc).strip().splitlines()
             # Ray Client's server starts a process per client; on a loaded head that start can
             # fail once ("Initialization failure from server"): asked again, after a pause.
-            if address.startswith("ray://") and "Initialization failure" in str(exc) and attempt < CLIENT_ATTEMPTS:
-                await asyncio.to_thread(ray.shutdown)
-                await asyncio.sleep(CLIENT_PAUSE * attempt)
-                continue
-            raise UserError(f"cannot join the Ray cluster {address}: {text[0] if text else type(exc).__name__}") from None
-    raise AssertionError("unreachable")  # the loop returns or raises
+            if not (address.startswith("ray://") and "Initialization failure" in str(exc) and attempt < CLIENT_ATTEMPTS):
+                raise UserError(f"cannot join the Ray cluster {address}: "
+                                f"{text[0] if text else type(exc).__name__}") from None
+        await asyncio.to_thread(ray.shutdown)
+        await asyncio.sleep(CLIENT_PAUSE * attempt)
+        attempt += 1
 
 
 async def reachable(address: str) -> None:
