@@ -26,7 +26,6 @@ from decimal import Decimal
 from typing import Any
 
 import numpy as np
-from scipy.stats import kendalltau
 
 Rows = Sequence[str] | None
 
@@ -135,6 +134,8 @@ def _gold_positions(agent: Sequence[str], gold: Sequence[str], intersection: Cou
 def _kendalltau(x: Sequence[Any], y: Sequence[Any]) -> np.float64:
     # scipy warns (and returns NaN) for fewer than two items or constant input: that NaN is the
     # original's "leave the IoU unrounded" path, not a problem worth a warning.
+    from scipy.stats import kendalltau  # here: scipy.stats takes about a second to import, and only SQL needs it
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return np.float64(kendalltau(x, y, nan_policy="omit").statistic)
