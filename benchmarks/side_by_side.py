@@ -95,8 +95,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="rounds of each side (ABBA order)")
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--no-replay", action="store_true")
-    parser.add_argument("--replay-context", default="", help="extra replay options for both sides, "
-                                                              "e.g. '--context dataset'")
+    parser.add_argument("--after-replay", default="", help="the after side's replay options, e.g. "
+                        "'--context dataset' against a before side without replay contexts (both are shown)")
     args = parser.parse_args()
     data_dir = str(resolve_data_dir(args.data_dir))
     with tempfile.TemporaryDirectory(prefix="bench-sides-", dir=PROJECT_ROOT.parent) as directory:
@@ -109,7 +109,9 @@ def main() -> None:
                 for label in order:
                     measured[label].append(side_round(sides[label], label, data_dir))
             agreement = {} if args.no_replay else {
-                label: replay(sides[label], label, data_dir, args.replay_context.split()) for label in ("before", "after")}
+                label: replay(sides[label], label, data_dir, []) for label in ("before", "after")}
+            if agreement and args.after_replay:
+                agreement[f"after {args.after_replay}"] = replay(sides["after"], "after", data_dir, args.after_replay.split())
         finally:
             for path in sides.values():
                 subprocess.run(["git", "worktree", "remove", "--force", str(path)], cwd=PROJECT_ROOT,
@@ -130,9 +132,8 @@ def main() -> None:
         print(f"replay of {TRAJECTORIES} ({label}): agreement {value:.3f} of {turns} turns")
     for name, ratio in ratios.items():
         print(f"ratio_{name}: {ratio:.3f}")
-    if agreement:
-        print(f"replay_agreement_before: {agreement['before'][0]:.3f}")
-        print(f"replay_agreement_after: {agreement['after'][0]:.3f}")
+    for label, (value, _) in agreement.items():
+        print(f"replay_agreement_{re.sub('[^a-z0-9]+', '_', label).strip('_')}: {value:.3f}")
 
 
 if __name__ == "__main__":
