@@ -12,7 +12,7 @@ from orchestrator.cli import main
 from orchestrator.nightly.compare import CompareSettings, compare
 from orchestrator.nightly.nightly import cell_metrics
 from orchestrator.nightly.outcomes import from_episodes
-from orchestrator.report.data import Episode, Results, load_results
+from orchestrator.store.results import Episode, Results, load_results
 from orchestrator.report.html import render_html
 from orchestrator.report.markdown import render_markdown
 from orchestrator.report.stats import wilson_interval

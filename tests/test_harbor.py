@@ -17,7 +17,7 @@ from environments.harbor import solution_action
 from environments.runtime import Runtime
 from foundation.settings import PROJECT_ROOT
 from orchestrator.cli import main
-from orchestrator.report.data import load_results
+from orchestrator.store.results import load_results
 from orchestrator.report.summary import summarize_all
 from orchestrator.tasksets import TaskSet, TaskSetConfig, prepare, resolve
 from tasks.harbor import read_harbor

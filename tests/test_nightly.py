@@ -21,7 +21,7 @@ from orchestrator.nightly.gate import GateResult, broken_tasks, gate_config
 from orchestrator.nightly.history import History
 from orchestrator.nightly.nightly import NightlyOptions, conclude
 from orchestrator.nightly.outcomes import TaskOutcome, from_episodes
-from orchestrator.report.data import load_results
+from orchestrator.store.results import load_results
 from orchestrator.sweep.config import load_sweep
 from tests import test_compare
 from tests.test_compare import CELL

@@ -15,7 +15,7 @@ from orchestrator.nightly.compare import CompareSettings
 from orchestrator.nightly.gate import GateResult
 from orchestrator.nightly.nightly import NightlyOptions, conclude
 from orchestrator.nightly.outcomes import from_episodes
-from orchestrator.report.data import load_results
+from orchestrator.store.results import load_results
 from tests import test_report_browser
 from tests.test_compare import CELL, RunDB
 from tests.test_report_browser import BLUE, ORANGE, decode_png, headless, near

@@ -14,7 +14,7 @@ import pytest
 from foundation.errors import ConfigError
 from orchestrator import cli
 from orchestrator.report.cli import run, write_report
-from orchestrator.report.data import load_results
+from orchestrator.store.results import load_results
 from orchestrator.report.summary import summarize_all, turn_budget_curve
 from orchestrator.report.svg import BOTTOM, HEIGHT, TOP
 from orchestrator.report.content import build_content, cost_text

@@ -28,7 +28,7 @@ from foundation.errors import ConfigError
 from foundation.settings import PROJECT_ROOT
 from orchestrator.cli import main
 from orchestrator.nightly.history import History
-from orchestrator.report.data import load_results
+from orchestrator.store.results import load_results
 from orchestrator.report.content import build_content, ci_text
 from orchestrator.store import EpisodeKey, EpisodeRecord, LLMCall, Store, TurnRecord
 from orchestrator.view.app import serving

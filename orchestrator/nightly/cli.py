@@ -23,7 +23,7 @@ from orchestrator.nightly.flaky import FlakySettings
 from orchestrator.nightly.nightly import NightlyOptions, night_dir, run_nightly
 from orchestrator.nightly.outcomes import from_episodes
 from orchestrator.nightly.render import compare_html, compare_markdown
-from orchestrator.report.data import load_results
+from orchestrator.store.results import load_results
 from orchestrator.sweep.cli import data_dir_for
 from orchestrator.sweep.config import load_sweep
 

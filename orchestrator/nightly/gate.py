@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.report.data import Episode, load_results
+from orchestrator.store.results import Episode, load_results
 from orchestrator.sweep.config import ModelConfig, SweepConfig
 from orchestrator.sweep.progress import SweepProgress
 from orchestrator.sweep.scheduler import run_sweep

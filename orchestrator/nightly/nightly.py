@@ -42,7 +42,7 @@ from orchestrator.nightly.render import (
 )
 from orchestrator.nightly.trend import Series
 from orchestrator.report.cli import write_report
-from orchestrator.report.data import load_results
+from orchestrator.store.results import load_results
 from orchestrator.sweep.config import SweepConfig
 from orchestrator.sweep.progress import SweepProgress
 from orchestrator.sweep.scheduler import run_sweep

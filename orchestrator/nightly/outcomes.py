@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from orchestrator.report.data import Episode
+from orchestrator.store.results import Episode
 
 Cell = tuple[str, str, str]  # (model, strategy, task_set)
 

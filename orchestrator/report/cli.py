@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.output_files import write_files
-from orchestrator.report.data import load_results
 from orchestrator.report.html import render_html
 from orchestrator.report.markdown import render_markdown
 from orchestrator.report.content import build_content
+from orchestrator.store.results import load_results
 
 
 def add_parser(subparsers: Any) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from orchestrator.report.data import Results
 from orchestrator.report.summary import (
     CellSummary,
     PaperTable,
@@ -19,6 +18,7 @@ from orchestrator.report.summary import (
     summarize_all,
     turn_budget_curve,
 )
+from orchestrator.store.results import Results
 
 Curve = tuple[str, list[float]]  # ("model / strategy", share solved within t turns for t = 1..)
 

@@ -15,8 +15,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from orchestrator.report.data import Episode
 from orchestrator.report.stats import mean, wilson_interval
+from orchestrator.store.results import Episode
 
 FAILURE_CLASSES = ("model", "task", "infra", "verifier")
 Cell = tuple[str, str, str]  # (model, strategy, task_set)

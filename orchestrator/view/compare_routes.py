@@ -18,7 +18,7 @@ from aiohttp import web
 from foundation.errors import ConfigError
 from orchestrator.nightly.compare import CompareSettings, Comparison, compare
 from orchestrator.nightly.outcomes import from_episodes
-from orchestrator.report.data import Results
+from orchestrator.store.results import Results
 from orchestrator.view import compare_pages
 from orchestrator.view.answers import SOURCES, download, episode_id, html, query_cell, source_of
 from orchestrator.view.detail import episode_detail

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from foundation.concurrency import TaskOwner
 from foundation.errors import ConfigError, UserError
-from orchestrator.report.data import Results, load_results
+from orchestrator.store.results import Results, load_results
 from orchestrator.report.content import ReportContent, build_content
 from orchestrator.store import reader
 from orchestrator.store.reader import REQUIRED_TABLES, database_path

@@ -1,4 +1,5 @@
-"""Reading a sweep's results database (OUTDIR/results.db) into plain records.
+"""A sweep's results database (OUTDIR/results.db) read whole into plain records: what the report,
+compare, nightly runs and the viewer's overview compute from.
 
 Read-only and synchronous on purpose: report and compare are one-shot commands that call
 `load_results` through `asyncio.to_thread`. A sweep may still be writing: whatever is committed
