@@ -28,12 +28,12 @@ from foundation.errors import ConfigError
 from foundation.settings import PROJECT_ROOT
 from orchestrator.cli import main
 from orchestrator.nightly.history import History
-from orchestrator.store.results import load_results
 from orchestrator.report.content import build_content, ci_text
 from orchestrator.store import EpisodeKey, EpisodeRecord, LLMCall, Store, TurnRecord
+from orchestrator.store.episode_query import PAGE_SIZE
+from orchestrator.store.results import load_results
 from orchestrator.view.app import serving
 from orchestrator.view.cli import last_good_night
-from orchestrator.view.queries import PAGE_SIZE
 from orchestrator.view.source import Source
 from orchestrator.view.sweeplog import PlannedEpisodes
 from tests.stores import rows
@@ -302,7 +302,7 @@ async def test_the_viewer_never_writes(sweeps):
                      "/compare/pair?a=0&b=1&ea=1&eb=1"):
             await get(client, path)
     with pytest.raises(ConfigError, match="cannot be read"):
-        await Source.open(0, a).call(lambda db: db.execute("DELETE FROM episodes"))
+        await Source.open(0, a).reader.call(lambda db: db.execute("DELETE FROM episodes"))
     assert {p: sha256(p / "results.db") for p in (a, b)} == before
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.store import Store
-from orchestrator.view.search import TextIndex
+from orchestrator.store.search_index import TextIndex
 from tests.stores import dialogue_record, rows, transcript_store, write_episodes
 from tests.test_view import column, get, tasks, viewer
 

@@ -1,6 +1,6 @@
-"""Sweep reports: read OUTDIR/results.db, summarize per model × strategy × task set, render Markdown and HTML.
+"""Sweep reports: summarize a sweep's results (read by orchestrator/store/results.py) per model ×
+strategy × task set, render Markdown and HTML.
 
-Modules: `stats` (pure statistics, shared with compare), `data` (reading results.db),
-`summary` (per-cell numbers and curves), `view` (what a report shows), `svg`, `markdown`, `html`
-(rendering) and `cli` (the command).
+Modules: `stats` (pure statistics, shared with compare), `summary` (per-cell numbers and curves),
+`content` (what a report shows), `svg`, `markdown`, `html` (rendering) and `cli` (the command).
 """

@@ -1,6 +1,9 @@
 """`python -m orchestrator view OUTDIR...`: a local web app over sweeps' results stores.
 
-Modules: `source` (one store, read-only, off the event loop), `queries` and `pairs` (the SQL of
-lists, episodes and paired tasks), `layout` (the page shell and live script), `pages` and
-`compare_pages` (HTML), `app` (aiohttp routes and serving) and `cli` (the command).
+It reads the stores only through orchestrator/store (`async_reader`: read-only, off the event loop;
+the SQL of lists, episodes, pairs, charts and the full-text index is the store's). Modules: `source`
+(one store's reader and the report's view of it, cached), `pairs` (paired tasks, paged), `charts`
+(drawn), `layout` (the page shell and live script), `pages`, `find_pages`, `episode_page` and
+`compare_pages` (HTML), `routes` and `compare_routes` (the handlers), `app` (aiohttp routes and
+serving) and `cli` (the command).
 """

@@ -8,8 +8,8 @@ from typing import Any
 
 from aiohttp import web
 
+from orchestrator.store.episode_query import MAX_ID
 from orchestrator.view.layout import link, live, page
-from orchestrator.view.queries import MAX_ID
 from orchestrator.view.source import Source
 
 SOURCES = web.AppKey("sources", list[Source])

@@ -1,8 +1,8 @@
 """The viewer's aiohttp application: routes, answers, and serving it on a local address.
 
-Each handler (routes.py, compare_routes.py) reads through `Source` (read-only, in worker
-threads) and renders HTML. A request that carries `X-Fragment: 1` (the live script's) gets only
-the page's live body. Bad input (a URL parameter, a number out of range) is a 400 page of one
+Each handler (routes.py, compare_routes.py) reads through its `Source`'s reader (the store's:
+read-only, in worker threads) and renders HTML. A request that carries `X-Fragment: 1` (the live
+script's) gets only the page's live body. Bad input (a URL parameter, a number out of range) is a 400 page of one
 line; a locked store a 503 of one line; a Host that is not this viewer's a 421 (security.py).
 """
 
@@ -15,12 +15,13 @@ from contextlib import asynccontextmanager
 from aiohttp import web
 
 from foundation.errors import ConfigError, UserError
+from orchestrator.store.async_reader import StoreLocked
 from orchestrator.view import compare_routes, routes
 from orchestrator.view.answers import SOURCES, asset
 from orchestrator.view.assets import CSS, CSS_PATH, JS, JS_PATH
 from orchestrator.view.layout import esc, page
 from orchestrator.view.security import add_headers, host_check
-from orchestrator.view.source import Source, StoreLocked, label_sources, share_indexes
+from orchestrator.view.source import Source, label_sources, share_indexes
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 

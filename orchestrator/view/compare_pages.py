@@ -7,12 +7,13 @@ from itertools import zip_longest
 from typing import Any
 
 from orchestrator.nightly.compare import Comparison
+from orchestrator.store.episode_detail import EpisodeDetail
+from orchestrator.store.episode_pairs import Pair
 from orchestrator.store.records import TurnRecord
-from orchestrator.view.detail import EpisodeDetail
 from orchestrator.view.diff import marked
 from orchestrator.view.layout import esc, folded, link, money, name, pager, table, url
 from orchestrator.view.lists import status_html
-from orchestrator.view.pairs import Pair, PairPage
+from orchestrator.view.pairs import PairPage
 from orchestrator.view.source import Source
 
 CHANGE_CLASS = {"broken": "bad", "fixed": "good", "same": "muted"}

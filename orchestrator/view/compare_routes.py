@@ -18,13 +18,13 @@ from aiohttp import web
 from foundation.errors import ConfigError
 from orchestrator.nightly.compare import CompareSettings, Comparison, compare
 from orchestrator.nightly.outcomes import from_episodes
+from orchestrator.store.episode_pairs import Pair
+from orchestrator.store.episode_query import MAX_PAGE, whole_number
 from orchestrator.store.results import Results
 from orchestrator.view import compare_pages
 from orchestrator.view.answers import SOURCES, download, episode_id, html, query_cell, source_of
-from orchestrator.view.detail import episode_detail
 from orchestrator.view.lists import FORMATS
-from orchestrator.view.pairs import Pair, Pairs, all_pairs, flipped_around, pair_page
-from orchestrator.view.queries import MAX_PAGE, whole_number
+from orchestrator.view.pairs import Pairs, flipped_around, pair_page
 from orchestrator.view.source import Source, running, token_text
 
 
@@ -61,7 +61,7 @@ async def _compared(request: web.Request, a: Source, b: Source) -> Compared:
     cached = request.app[COMPARED].get(key)
     if cached is None or cached.tokens != both:
         result = await asyncio.to_thread(_compare, first.results, second.results)  # bootstraps: off the loop
-        pairs = Pairs(await a.call(lambda db: all_pairs(db, b.path)))
+        pairs = Pairs(await a.reader.pairs_with(b.path))
         request.app[COMPARED][key] = cached = Compared(both, result, pairs)
     return cached
 
@@ -112,8 +112,8 @@ async def pair(request: web.Request) -> web.StreamResponse:
     a, b = _pair_of(request)
     ea, eb = episode_id(request.query.get("ea", ""), a), episode_id(request.query.get("eb", ""), b)
     cell = query_cell(request.query)
-    left = await a.call(lambda db: episode_detail(db, ea))
-    right = await b.call(lambda db: episode_detail(db, eb))
+    left = await a.reader.episode_detail(ea)
+    right = await b.reader.episode_detail(eb)
     if left is None or right is None:
         raise web.HTTPNotFound(text="no such episode")
     compared = await _compared(request, a, b)

@@ -9,10 +9,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from orchestrator.store.episode_detail import EpisodeDetail
 from orchestrator.store.records import LLMCall, TurnRecord
 from orchestrator.store.transcript import Call, turns_of_calls
 from orchestrator.view import charts
-from orchestrator.view.detail import EpisodeDetail
 from orchestrator.view.layout import FOLD_CHARS, FOLD_LINES, esc, folded, link, money, table, url, when
 from orchestrator.view.lists import status_html, task_href
 from orchestrator.view.source import Source

@@ -3,32 +3,14 @@ strategy and epoch), and a search of every open store."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections import defaultdict
-from dataclasses import dataclass
 
+from orchestrator.store.episode_query import EpisodeFilter, EpisodePage, EpisodeRow, TaskEpisodes
 from orchestrator.view.layout import esc, folded, link, table, url
 from orchestrator.view.lists import FORMATS, episode_href, list_table, status_html, task_href
-from orchestrator.view.queries import EpisodeFilter, EpisodePage, EpisodeRow, all_rows
 from orchestrator.view.source import Source
 
 SHOWN_PER_STORE = 10  # matches of each store on the search of every store
-
-
-@dataclass(frozen=True)
-class TaskEpisodes:
-    query: str
-    gold: str
-    rows: list[EpisodeRow]
-
-
-def task_episodes(db: sqlite3.Connection, task_id: str) -> TaskEpisodes | None:
-    flt = EpisodeFilter(task_id=task_id, sort="cell")
-    rows = all_rows(db, flt, False)
-    if not rows:
-        return None
-    query, gold = db.execute("SELECT query, gold FROM episodes WHERE id = ?", (rows[0].id,)).fetchone()
-    return TaskEpisodes(query, gold, rows)
 
 
 def task_page(source: Source, task_id: str, found: TaskEpisodes, elsewhere: list[Source]) -> str:

@@ -7,13 +7,12 @@ import csv
 import io
 import json
 import re
-import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 
+from orchestrator.store.episode_query import EpisodeFilter, EpisodeRow, EpisodeTexts
+from orchestrator.store.search_index import words
 from orchestrator.view.layout import esc, link, money, name, url
-from orchestrator.view.queries import EpisodeFilter, EpisodeRow
-from orchestrator.view.search import words
 
 FORMATS = ("csv", "json")
 TEXT_PREVIEW = 140  # characters of a task's query in a list
@@ -91,23 +90,23 @@ def download(rows: Sequence[EpisodeRow], fmt: str) -> tuple[str, str]:
     return out.getvalue(), "text/csv"
 
 
-def snippets(db: sqlite3.Connection, ids: Sequence[int], text: str, index: int) -> dict[int, str]:
+def snippets(texts: Mapping[int, EpisodeTexts], text: str, index: int) -> dict[int, str]:
     """For each episode, where the search's words occur: the first few places (the task's query, a
     turn's output, action or observation), each a short piece of text with the words marked and a
     link to the turn."""
     pattern = _pattern(text)
-    found: dict[int, list[str]] = {i: [] for i in ids}
-    if pattern is None or not ids:
+    if pattern is None or not texts:
         return {}
-    marks = ", ".join("?" * len(ids))
-    for eid, query in db.execute(f"SELECT id, query FROM episodes WHERE id IN ({marks})", list(ids)):
-        _add(found[eid], pattern, query, "task", "")
-    for eid, idx, *texts in db.execute(f"SELECT episode_id, idx, output, action, observation FROM turns "
-                                       f"WHERE episode_id IN ({marks}) ORDER BY episode_id, idx", list(ids)):
-        for field, value in zip(("output", "action", "observation"), texts, strict=True):
-            if len(found[eid]) < 3:
-                _add(found[eid], pattern, value, f"turn {idx + 1} {field}", f"{episode_href(index, eid)}#turn-{idx + 1}")
-    return {eid: "<br>".join(pieces) for eid, pieces in found.items()}
+    found: dict[int, str] = {}
+    for eid, episode in texts.items():
+        pieces: list[str] = []
+        _add(pieces, pattern, episode.query, "task", "")
+        for idx, *values in episode.turns:
+            for field, value in zip(("output", "action", "observation"), values, strict=True):
+                if len(pieces) < 3:
+                    _add(pieces, pattern, value, f"turn {idx + 1} {field}", f"{episode_href(index, eid)}#turn-{idx + 1}")
+        found[eid] = "<br>".join(pieces)
+    return found
 
 
 def _pattern(text: str) -> re.Pattern[str] | None:

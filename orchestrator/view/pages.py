@@ -9,10 +9,11 @@ from __future__ import annotations
 from orchestrator.report.summary import CellSummary
 from orchestrator.report.svg import Bar, bar_chart, line_chart
 from orchestrator.report.content import ReportContent, ci_text, cost_text, cut_text, num, paper_cell, pct
+from orchestrator.store.chart_data import CellCharts
+from orchestrator.store.episode_query import FAILURE_CLASSES, FAILURE_LABELS, SORTS, STATUSES, CellProgress, EpisodeFilter, EpisodePage
 from orchestrator.view import charts as ch
 from orchestrator.view.layout import esc, link, money, name, pager, table, url, when
 from orchestrator.view.lists import FORMATS, list_table
-from orchestrator.view.queries import FAILURE_CLASSES, FAILURE_LABELS, SORTS, STATUSES, CellProgress, EpisodeFilter, EpisodePage
 from orchestrator.view.source import Overview, Source
 
 CELL_HEAD = ("model", "strategy", "task set", "episodes", "success", "95% CI", "mean reward", "mean turns", "tokens",
@@ -90,7 +91,7 @@ def _report(source: Source, view: ReportContent) -> list[str]:
             table(["model", "strategy", *paper.task_sets], paper_rows, "paper-table", names=2, css="sortable")]
 
 
-def _charts(charts: ch.CellCharts, view: ReportContent) -> list[str]:
+def _charts(charts: CellCharts, view: ReportContent) -> list[str]:
     cells = sorted(charts.cells)
     numbers = [(ch.name(c), charts.cells[c]) for c in cells]
     timed = [(n, v) for n, v in numbers if v.latency_p50 is not None]

@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 
 from aiohttp import web
 
 from foundation.errors import ConfigError
+from orchestrator.store.episode_query import PAGE_SIZE, EpisodeFilter, EpisodePage
 from orchestrator.view import find_pages, pages
 from orchestrator.view.compare_pages import compare_url
 from orchestrator.view.answers import SOURCES, download, episode_id, html, nav, source_of
-from orchestrator.view.detail import EpisodeDetail, episode_detail
 from orchestrator.view.episode_page import episode as episode_html
 from orchestrator.view.layout import esc, link, table
 from orchestrator.view.lists import FORMATS, episode_href, snippets
 from orchestrator.view.lists import download as list_download
-from orchestrator.view.queries import EpisodeFilter, EpisodePage, all_rows, episode_page, neighbours
 from orchestrator.view.source import Source, running, token_text
 
 
@@ -58,14 +56,11 @@ async def episodes(request: web.Request) -> web.StreamResponse:
     source = source_of(request)
     flt, fmt = EpisodeFilter.from_query(request.query), _format(request)
     if fmt:
-        rows, _ = await source.call_searching(lambda db, full: all_rows(db, flt, full), bool(flt.text))
+        rows, _ = await source.reader.all_rows(flt)
         return download(*list_download(rows, fmt), f"episodes.{fmt}")
     now = await source.token()
-
-    def read(db: sqlite3.Connection, full: bool) -> tuple[EpisodePage, dict[int, str]]:
-        found = episode_page(db, flt, full)
-        return found, snippets(db, [r.id for r in found.rows], flt.text, source.index) if flt.text else {}
-    (found, marks), note = await source.call_searching(read, bool(flt.text))
+    found, texts, note = await source.reader.episode_page(flt, texts_of=PAGE_SIZE)
+    marks = snippets(texts, flt.text, source.index) if flt.text else {}
     body = pages.episode_list(source, flt, found, marks, note)
     return html(request, f"episodes of {source.label}", body, token_text(now), f"/s/{source.index}/token", nav(source),
                 above=f"<h1>Episodes of {esc(source.label)}</h1>" + pages.filter_form(source, flt),
@@ -76,10 +71,7 @@ async def episode(request: web.Request) -> web.StreamResponse:
     source = source_of(request)
     number = episode_id(request.match_info["episode"], source)
     flt = EpisodeFilter.from_query(request.query)
-
-    def read(db: sqlite3.Connection, full: bool) -> tuple[EpisodeDetail | None, tuple[int | None, int | None]]:
-        return episode_detail(db, number), neighbours(db, flt, number, full)
-    (detail, (before, after)), _ = await source.call_searching(read, bool(flt.text))
+    detail, (before, after) = await source.reader.episode_in_list(number, flt)
     if detail is None:
         raise web.HTTPNotFound(text=f"no episode {number} in {source.path}")
     around = [link(episode_href(source.index, n, flt), text, rel=rel) for n, text, rel in
@@ -93,7 +85,7 @@ async def task(request: web.Request) -> web.StreamResponse:
     task_id = request.query.get("task_id", "")
     if not task_id:
         raise ConfigError("task_id is missing: /s/N/task?task_id=DATASET/INDEX")
-    found = await source.call(lambda db: find_pages.task_episodes(db, task_id))
+    found = await source.reader.task_episodes(task_id)
     if found is None:
         raise web.HTTPNotFound(text=f"no episode of task {task_id[:80]!r} in {source.path}")
     elsewhere = [s for s in request.app[SOURCES] if s is not source]
@@ -112,9 +104,5 @@ async def search_all(request: web.Request) -> web.StreamResponse:
 
 
 async def _searched(source: Source, flt: EpisodeFilter) -> tuple[EpisodePage, dict[int, str], str]:
-    def read(db: sqlite3.Connection, full: bool) -> tuple[EpisodePage, dict[int, str]]:
-        found = episode_page(db, flt, full)
-        shown = [r.id for r in found.rows[:find_pages.SHOWN_PER_STORE]]
-        return found, snippets(db, shown, flt.text, source.index)
-    (found, marks), note = await source.call_searching(read)
-    return found, marks, note
+    found, texts, note = await source.reader.episode_page(flt, texts_of=find_pages.SHOWN_PER_STORE)
+    return found, snippets(texts, flt.text, source.index), note

@@ -1,40 +1,27 @@
-"""One sweep's results.db as the viewer reads it: read-only, off the event loop, checked once at start.
+"""One sweep's output directory as the viewer shows it: its store's reader (orchestrator/store/
+async_reader.py: read-only, off the event loop, checked once at start), the report's view of it
+and its charts, and the episodes its sweep planned.
 
-Every query opens its own read-only connection in a worker thread (`mode=ro`; `immutable` on
-read-only media, orchestrator/store/reader.py). SQLite in WAL mode lets such
-readers see each committed episode while the sweep writes, and they never block its writer; a
-read-only connection cannot write even by mistake. What is costly to compute over a whole store
-(the report's view) is cached under a change token, so a page over a store that did not change
-does not read it again.
+What is costly to compute over a whole store (the report's view, the charts) is cached under a
+change token, so a page over a store that did not change does not read it again.
 """
 
 from __future__ import annotations
 
 import asyncio
-import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from foundation.concurrency import TaskOwner
-from foundation.errors import ConfigError, UserError
-from orchestrator.store.results import Results, load_results
 from orchestrator.report.content import ReportContent, build_content
-from orchestrator.store import reader
-from orchestrator.store.reader import REQUIRED_TABLES, database_path
-from orchestrator.store.store import SCHEMA_VERSION
-from orchestrator.view.charts import CellCharts, cell_charts
-from orchestrator.view.queries import CellProgress, progress
-from orchestrator.view.search import IndexKeeper
+from orchestrator.store.async_reader import AsyncReader, checked_meta
+from orchestrator.store.chart_data import CellCharts
+from orchestrator.store.episode_query import CellProgress
+from orchestrator.store.results import Results, load_results
+from orchestrator.store.search_index import IndexKeeper
 from orchestrator.view.sweeplog import PlannedEpisodes
-
-T = TypeVar("T")
-BUSY_TIMEOUT_S = 1.0  # how long a reader waits on a lock before saying the store is locked
-
-
-class StoreLocked(UserError):
-    """Another process holds the store exclusively (not a sweep: WAL lets readers in beside one)."""
 
 
 @dataclass(frozen=True)
@@ -77,65 +64,33 @@ class Source:
     path: Path
     sweep: str
     label: str = ""  # the sweep's name, with its directory where another open store has the same name
+    reader: AsyncReader = field(init=False, repr=False)  # its store's, and its text index's keeper
     _snapshot: Snapshot | None = None
     _refresh: asyncio.Task[Snapshot] | None = None
     _drawing: asyncio.Task[None] | None = None  # the charts of the latest view
     _progress: tuple[tuple[Any, ...], list[CellProgress]] | None = field(default=None, repr=False)
     _planned: PlannedEpisodes | None = field(default=None, repr=False)
     _tasks: TaskOwner = field(default_factory=lambda: TaskOwner("view"), repr=False)  # the refresh, the index
-    _keeper: IndexKeeper | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.label = self.label or self.sweep
-        self._keeper = IndexKeeper(self.path, self._tasks)
+        self.reader = AsyncReader(self.path, IndexKeeper(self.path, self._tasks))
 
     @property
     def keeper(self) -> IndexKeeper:
-        assert self._keeper is not None
-        return self._keeper
+        return self.reader.keeper
 
     @classmethod
     def open(cls, index: int, outdir: Path) -> Source:
         """Check OUTDIR once (blocking: call it before serving): a results database of a schema we
         read, not locked. Every problem is one ConfigError or StoreLocked line."""
-        path = database_path(outdir)
-        meta = _with_connection(path, _checked_meta)
-        version = meta.get("schema_version", SCHEMA_VERSION)
-        if not version.isdigit() or int(version) > int(SCHEMA_VERSION):
-            raise ConfigError(f"{path} has schema version {version}, newer than this viewer reads ({SCHEMA_VERSION}): "
-                              "view it with the orchestrator version that wrote it")
+        path, meta = checked_meta(outdir)
         return cls(index, outdir, path, meta.get("sweep") or outdir.name, _planned=PlannedEpisodes.of(outdir))
-
-    async def rows(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """The rows of one query, read in a worker thread."""
-        return await asyncio.to_thread(_read, self.path, sql, args)
-
-    async def call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """fn(connection) in a worker thread, on a read-only connection of its own."""
-        return await asyncio.to_thread(_with_connection, self.path, fn)
-
-    async def call_searching(self, fn: Callable[[sqlite3.Connection, bool], T], text: bool = True) -> tuple[T, str]:
-        """fn(connection, full_text): for a query with words to look for (`text`), with the store's
-        text index brought up to date and attached as `idx` where there is one (full_text says so);
-        and the index's note for the page ("" when it covers the whole store)."""
-        if not text:
-            return await self.call(lambda db: fn(db, False)), ""
-        usable, note = await self.keeper.current()
-        index = self.keeper.index
-
-        def with_index(db: sqlite3.Connection) -> T:
-            if usable:
-                index.attach(db)
-            return fn(db, usable)
-        return await self.call(with_index), note
 
     async def token(self) -> tuple[Any, ...]:
         """Changes whenever an episode is stored (or replaced) or a run starts or ends; its last
         part is the latest run's status."""
-        (row,) = await self.rows("SELECT (SELECT max(id) FROM episodes), (SELECT count(*) FROM episodes), "
-                                 "(SELECT group_concat(status) FROM runs), "
-                                 "(SELECT status FROM runs ORDER BY id DESC LIMIT 1)")
-        return tuple(row)
+        return await self.reader.token()
 
     async def overview(self) -> Overview:
         """Progress as of now; the report's view as of now, or while it is computed again, the last one."""
@@ -192,12 +147,12 @@ class Source:
     async def _charts(self) -> None:
         while self._snapshot is not None and self._snapshot.charts_token != self._snapshot.token:
             token = self._snapshot.token
-            charts = await self.call(cell_charts)
+            charts = await self.reader.charts()
             self._snapshot = replace(self._snapshot, charts=charts, charts_token=token)
 
     async def _progress_at(self, token: tuple[Any, ...]) -> list[CellProgress]:
         if self._progress is None or self._progress[0] != token:
-            self._progress = (token, await self.call(progress))
+            self._progress = (token, await self.reader.progress())
         return self._progress[1]
 
 
@@ -211,11 +166,10 @@ def running(token: tuple[Any, ...]) -> bool:
 
 
 def share_indexes(sources: Sequence[Source]) -> None:
-    """A store opened twice (`view OUT OUT`) has one text index, kept by its first Source."""
+    """A store opened twice (`view OUT OUT`) has one reader and so one text index, kept by its first Source."""
     first: dict[Path, Source] = {}
     for source in sources:
-        keeper = first.setdefault(source.path.resolve(), source)._keeper
-        source._keeper = keeper
+        source.reader = first.setdefault(source.path.resolve(), source).reader
 
 
 def label_sources(sources: Sequence[Source]) -> None:
@@ -236,42 +190,3 @@ def label_sources(sources: Sequence[Source]) -> None:
             ends = [f"{end} #{source.index}" for source, end in zip(same, ends, strict=True)]
         for source, end in zip(same, ends, strict=True):
             source.label = f"{source.sweep} ({end})"
-
-
-def connect(path: Path) -> sqlite3.Connection:
-    """A read-only connection (the store reader's; query_only too, in case a URI flag is ever lost)."""
-    db = reader.connect(path, timeout=BUSY_TIMEOUT_S)
-    db.execute("PRAGMA query_only = ON")
-    return db
-
-
-def _with_connection(path: Path, fn: Callable[[sqlite3.Connection], T]) -> T:
-    try:
-        db = connect(path)
-        try:
-            return fn(db)
-        finally:
-            db.close()
-    except sqlite3.OperationalError as exc:
-        if "locked" in str(exc) or "busy" in str(exc):
-            raise StoreLocked(f"{path} is locked by another process (not a sweep, whose readers are let in): "
-                              "wait for it to finish, then try again") from None
-        raise ConfigError(f"{path} cannot be read ({exc})") from None
-    except sqlite3.DatabaseError as exc:
-        raise ConfigError(f"{path} is not a readable results database ({exc})") from None
-
-
-def _read(path: Path, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-    return _with_connection(path, lambda db: db.execute(sql, args).fetchall())
-
-
-def _checked_meta(db: sqlite3.Connection) -> dict[str, str]:
-    present = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    missing = [name for name in REQUIRED_TABLES if name not in present]
-    if missing:
-        raise ConfigError(f"{db_name(db)} is not a results database (missing tables: {', '.join(missing)})")
-    return dict(db.execute("SELECT key, value FROM meta").fetchall())
-
-
-def db_name(db: sqlite3.Connection) -> str:
-    return str(db.execute("PRAGMA database_list").fetchone()[2])

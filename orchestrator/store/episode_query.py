@@ -1,21 +1,22 @@
-"""The viewer's SQL of lists: filters, orders, pages, an episode's neighbours in a list, per-cell progress.
+"""The viewer's SQL of lists: filters, orders, pages, an episode's neighbours in a list, one task's
+episodes, the texts a search's words are marked in, per-cell progress.
 
 Every list is a page (LIMIT/OFFSET) over an indexed filter, so no page reads a whole store into
 memory. Filter values arrive from a URL: they are checked here, and a bad one is a ConfigError
-line the page shows (a 400). Text is searched in the full-text index (search.py) when the store
-has one attached as `idx`, else in the task's id and query only.
+line the page shows (a 400). Text is searched in the full-text index (search_index.py) when the
+store has one attached as `idx`, else in the task's id and query only.
 """
 
 from __future__ import annotations
 
 import math
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
 from foundation.errors import ConfigError
-from orchestrator.view.search import fts_query
+from orchestrator.store.search_index import fts_query
 
 PAGE_SIZE = 50
 MAX_ID = 2**63 - 1  # SQLite's largest integer: a larger number is no episode, not an overflow
@@ -210,6 +211,47 @@ def all_rows(db: sqlite3.Connection, flt: EpisodeFilter, full_text: bool) -> lis
     where, args = flt.where(full_text)
     return [EpisodeRow(*row) for row in db.execute(
         f"SELECT {LIST_COLUMNS} FROM {flt.source(full_text)}{where} ORDER BY {flt.order(full_text)}", args)]
+
+
+@dataclass(frozen=True)
+class TaskEpisodes:
+    query: str
+    gold: str
+    rows: list[EpisodeRow]
+
+
+def task_episodes(db: sqlite3.Connection, task_id: str) -> TaskEpisodes | None:
+    """Every episode of one task (every model, strategy and epoch, by cell) with the task's query and
+    gold; None when the store has none."""
+    flt = EpisodeFilter(task_id=task_id, sort="cell")
+    rows = all_rows(db, flt, False)
+    if not rows:
+        return None
+    query, gold = db.execute("SELECT query, gold FROM episodes WHERE id = ?", (rows[0].id,)).fetchone()
+    return TaskEpisodes(query, gold, rows)
+
+
+@dataclass(frozen=True)
+class EpisodeTexts:
+    """Where a search's words may occur in an episode: its task's query, then each turn's
+    (idx, output, action, observation) in order."""
+
+    query: str
+    turns: list[tuple[int, str, str | None, str]]
+
+
+def episode_texts(db: sqlite3.Connection, ids: Sequence[int]) -> dict[int, EpisodeTexts]:
+    """The texts of the episodes `ids`, in that order (the snippets of a page of search results)."""
+    if not ids:
+        return {}
+    marks = ", ".join("?" * len(ids))
+    queries = dict(db.execute(f"SELECT id, query FROM episodes WHERE id IN ({marks})", list(ids)).fetchall())
+    turns: dict[int, list[tuple[int, str, str | None, str]]] = {i: [] for i in ids}
+    for eid, idx, output, action, observation in db.execute(
+            f"SELECT episode_id, idx, output, action, observation FROM turns WHERE episode_id IN ({marks}) "
+            "ORDER BY episode_id, idx", list(ids)):
+        turns[eid].append((idx, output, action, observation))
+    return {i: EpisodeTexts(queries.get(i, ""), turns[i]) for i in ids}
 
 
 def neighbours(db: sqlite3.Connection, flt: EpisodeFilter, episode_id: int, full_text: bool) -> tuple[int | None, int | None]:
