@@ -1,7 +1,8 @@
 """The import contracts (pyproject.toml, [tool.importlinter]) hold for the project, and an import
-against each breaks it: the layers (foundation < tasks < environments < agents < application) and
+against each breaks it: the layers (foundation < tasks < environments < agents < application),
 the application's parts (commands > view > nightly > sweep > fidelity | cluster > report | site >
-store > tasksets > images | taskset_config | output_files)."""
+store > tasksets > images | taskset_config | output_files) and one reader of a store (no part but
+the store imports sqlite3; nightly's own history database aside)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
 def test_the_project_keeps_its_layers():
     result = lint_imports(PROJECT_ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "2 kept, 0 broken" in result.stdout
+    assert "3 kept, 0 broken" in result.stdout
 
 
 def copy_of_the_project(root: Path) -> Path:
@@ -52,6 +53,11 @@ def copy_of_the_project(root: Path) -> Path:
     # a part's command module imports the CLI on top (it registers itself; the CLI imports it)
     ("orchestrator/store/cli.py", "from orchestrator.cli import main", "Parts: commands",
      "orchestrator.store.cli -> orchestrator.cli"),
+    # the viewer queries results.db itself instead of through the store
+    ("orchestrator/view/lists.py", "import sqlite3", "One reader of a store", "orchestrator.view.lists -> sqlite3"),
+    # nightly's history may open its own database; the rest of nightly may not
+    ("orchestrator/nightly/gate.py", "from sqlite3 import connect", "One reader of a store",
+     "orchestrator.nightly.gate -> sqlite3"),
 ])
 def test_an_import_against_a_contract_breaks_it(tmp_path: Path, module: str, line: str, contract: str,
                                                 finding: str) -> None:
@@ -60,6 +66,6 @@ def test_an_import_against_a_contract_breaks_it(tmp_path: Path, module: str, lin
     path.write_text(path.read_text() + f"\n{line}  # against the contract\n")
     result = lint_imports(root)
     assert result.returncode != 0
-    assert "Contracts: 1 kept, 1 broken" in result.stdout, result.stdout
+    assert "Contracts: 2 kept, 1 broken" in result.stdout, result.stdout
     broken = result.stdout[result.stdout.index("Broken contracts"):]
     assert contract in broken and finding in broken, broken

@@ -1,5 +1,9 @@
 """The nightly history: one SQLite file that outlives every night's output directory.
 
+It is nightly's own database (by default OUTPUT/nightly-history.db), not a sweep's results.db:
+a night's results are read through orchestrator/store like every other part's, and this module is
+the one the store's import contract lets import sqlite3 outside the store (pyproject.toml).
+
 Per night it keeps what the next nights need: the outcome of every episode the budget did not
 cut short (the baseline of a later comparison, and the record flaky tasks are found in), the
 per-cell metrics (the trend plots) and the tasks the oracle gate quarantined. Synchronous:
