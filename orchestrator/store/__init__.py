@@ -1,7 +1,10 @@
 """The results store: one SQLite database per sweep output directory (schema.sql).
 
-The sweep writes through `Store` (one writer thread, so the event loop never blocks on disk);
-report, export and compare read the file directly.
+The sweep writes through `Store` (one writer thread, so the event loop never blocks on disk).
+Every read is this package's too (an import-linter contract keeps sqlite3 out of the other parts):
+`results` (everything a report and compare compute from), `export`, and for the viewer
+`async_reader` (off the event loop) over `episode_query`, `search_index`, `episode_detail`,
+`chart_data` and `episode_pairs`.
 """
 
 from orchestrator.store.records import EpisodeKey, EpisodeRecord, LLMCall, TurnRecord

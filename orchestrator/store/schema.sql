@@ -1,5 +1,6 @@
 -- The results store: one SQLite database per sweep output directory (OUTDIR/results.db).
--- Written only by the sweep (orchestrator/store); read by report, export and compare.
+-- Written only by the sweep and read only through orchestrator/store (for report, export, compare,
+-- nightly and the viewer: no other part queries it).
 -- Times are Unix seconds (REAL). JSON columns hold UTF-8 JSON text.
 
 PRAGMA foreign_keys = ON;
