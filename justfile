@@ -34,9 +34,9 @@ pool-demo: (images "nl2bash-fs1")
 chromium:
     scripts/ensure-chromium.sh
 
-# The test suite against the real engine (builds the images the tests need first)
+# The test suite against the real engine (builds the images the tests need first); ends with its 30 slowest steps
 test *ARGS: images chromium
-    {{python}} -m pytest -p no:cacheprovider {{ARGS}}
+    {{python}} -m pytest -p no:cacheprovider --durations=30 {{ARGS}}
 
 # Pool benchmark: lease, action round trip vs docker exec, reset vs create, actions/s
 bench-pool: (images "nl2bash-fs1")
