@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from foundation.pool import ImagePoolConfig, Pool
+from foundation.pool.container import ContainerState
 from foundation.pool.ownership import MANAGED, OWNER, Owner
 from tests.conftest import PROJECT, containers_of_run
 
@@ -89,3 +90,29 @@ async def test_cancelled_while_waiting_for_a_container(make_pool, fs1_image):
                 await waiter
         async with pool.lease(fs1_image) as sandbox:  # the slot was not lost
             assert (await sandbox.run("echo hi")).output == "hi\n"
+
+
+async def test_a_lease_that_ends_while_the_pool_forgets_its_container_retires_it(make_pool, fs1_image, docker):
+    """The engine went away and came back while an episode held its container: the pool forgets
+    every container (each marked broken, its removal under way), and the lease ends in the middle
+    of that. The container is retired with the others, never reset, and the lease's end raises
+    nothing (found by CI: `IllegalTransition: broken -> resetting`, stored as the episode's task
+    error)."""
+    async with make_pool({fs1_image: ImagePoolConfig(min_idle=0, max_size=2)}) as pool:
+        async with asyncio.TaskGroup() as group:
+            async with pool.lease(fs1_image) as sandbox:
+                member = sandbox._member
+                pool.suspend("the test's outage")
+                recovering = group.create_task(pool.recover())
+                for _ in range(1000):  # until forget() has marked it broken (its removal then under way)
+                    if member.state is ContainerState.BROKEN:
+                        break
+                    await asyncio.sleep(0)
+                assert member.state is ContainerState.BROKEN
+            # the lease ended here, while the pool was removing its container
+        assert recovering.done() and member.state is ContainerState.REMOVED
+        async with pool.lease(fs1_image) as sandbox:  # served again, by a new container
+            assert sandbox.container_id != member.id
+            assert (await sandbox.run("echo hi")).output == "hi\n"
+        run_id = pool.run_id
+    assert await containers_of_run(docker, run_id) == []

@@ -162,7 +162,10 @@ class ImagePool:
         """Synchronous on purpose: it can't be interrupted half-way by a cancellation."""
         if member.state is ContainerState.REMOVED:
             return
-        if broken_reason is not None or member.driver is None or member.driver.closed:
+        # Broken already: the pool forgot it while it was leased (the engine went away; its removal
+        # may still be under way), so it is retired, never reset
+        if (broken_reason is not None or member.state is ContainerState.BROKEN or member.driver is None
+                or member.driver.closed):
             if member.state is not ContainerState.BROKEN:
                 member.move_to(ContainerState.BROKEN, broken_reason or "driver lost")
             self.tasks.spawn(self._retire(member, member.broken_reason), name=f"retire {member.id[:12]}")
