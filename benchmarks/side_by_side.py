@@ -4,8 +4,10 @@ Each commit is checked out in a worktree of its own, and everything runs from th
 (the project's virtualenv, with the worktree first on the path): its images are built by its own
 `images build` (so each side runs in the images its code makes: the image tags are shared, so a
 side's images are rebuilt, mostly from the layer cache, each time it comes round), then its
-`bench-pool` and `bench-sweep`, then (once, the replay being deterministic) its replay of the shared
-Bash trajectories. The sides alternate, ABBA, so a drift of the machine falls on both.
+`bench-pool` and `bench-sweep`, then once (it takes minutes) its replay of the shared Bash
+trajectories, in its own images again. The replay moves by about half a point from run to run of
+one commit (recordings that read the clock, `ps`, the load average): compare its turns with `replay
+--json` where the sides differ. The sides alternate, ABBA, so a drift of the machine falls on both.
 
 Prints each figure per run and per side, the medians and the ratio after/before, and ends with one
 `name: value` line per ratio.
@@ -51,7 +53,7 @@ def worktree(rev: str, parent: Path, name: str) -> Path:
 
 
 def run(side: Path, argv: list[str], label: str) -> str:
-    """`python argv` from the side's tree; its stdout (also shown, indented)."""
+    """`python argv` from the side's tree; its stdout. A step that fails ends the run with one line."""
     env = {**os.environ, "PYTHONPATH": str(side), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     print(f"[{label}] python {' '.join(argv)}", flush=True)
     done = subprocess.run([sys.executable, *argv], cwd=side, env=env, capture_output=True, text=True,
@@ -81,11 +83,15 @@ def side_round(side: Path, label: str, data_dir: str) -> dict[str, float]:
 
 
 def replay(side: Path, label: str, data_dir: str, context: list[str]) -> tuple[float, int]:
+    """The side's agreement over the shared Bash files, in images its own code built (the other
+    side's may be the ones tagged now: a commit's replay need not build what it lacks)."""
     files = sorted(str(p) for p in (Path(data_dir) / TRAJECTORIES).glob("*.json"))
+    run(side, ["-m", "orchestrator", "images", "build", *IMAGES[:4], "--data-dir", data_dir], label)
     out = run(side, ["-m", "orchestrator", "replay", *files, "--data-dir", data_dir, *context], label)
-    found = [AGREEMENT.match(line) for line in out.splitlines()]
-    last = [m for m in found if m][-1]
-    return float(last[1]), int(last[2])
+    found = [m for line in out.splitlines() if (m := AGREEMENT.match(line))]
+    if not found:
+        raise SystemExit(f"error: [{label}] replay printed no 'agreement:' line: {out[-2000:]}")
+    return float(found[-1][1]), int(found[-1][2])
 
 
 def main() -> None:
