@@ -14,7 +14,9 @@ task and image on a connection no agent used (see environments/rewards/sql.py fo
 from __future__ import annotations
 
 import asyncio
+import importlib
 import re
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -175,6 +177,9 @@ class SqlEnv(Environment):
         db = task.meta.get("db")
         if not db:
             raise EpisodeError(f"SQL task {task.id} names no database")
+        # The reward's Kendall tau needs scipy.stats, whose import takes about a second: off the loop
+        if "scipy.stats" not in sys.modules:
+            await asyncio.to_thread(importlib.import_module, "scipy.stats")
         self._server = await sql_server(self.runtime, task.image, self.settings)
         session = SqlSession(self._server, str(db))
         async with self._dead_server_forgotten():
