@@ -59,6 +59,10 @@ class VerifierError(ScoringFailed):
     failure_class = "verifier"
 
 
+class VerifierTimedOut(VerifierError):
+    """A verifier that ran past its time: an agent that did nothing would wait it out again."""
+
+
 @dataclass(frozen=True, slots=True)
 class StepResult:
     observation: str

@@ -24,8 +24,10 @@ import importlib.util
 import inspect
 import math
 import sys
+import traceback
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from environments.base import Environment, RewardError
@@ -152,7 +154,7 @@ class OwnScoring:
         except TimeoutError:
             raise RewardError(f"{self._where()} took longer than {REWARD_TIMEOUT:g} s") from None
         except Exception as exc:  # noqa: BLE001 — the user's code: any error is that episode's task error
-            raise RewardError(f"{self._where()} raised {type(exc).__name__}: {exc}") from exc
+            raise RewardError(f"{self._where(exc)} raised {type(exc).__name__}: {exc}") from exc
         reward, breakdown = self._checked(value)
         return reward, {"breakdown": breakdown, "answer": answer[:500]}
 
@@ -171,9 +173,16 @@ class OwnScoring:
         found = self.score_info.get("breakdown")
         return found if isinstance(found, dict) else None
 
-    def _where(self) -> str:
+    def _where(self, exc: BaseException | None = None) -> str:
+        """`reward.py:reward of jq`; with the exception it raised, the line it raised at, in the
+        reward file (`reward.py:12 in reward of jq`), else where it left the user's code last."""
         own = self.definition
-        return f"{own.reward_file.name}:{own.reward_function} of {own.name}"
+        frames = traceback.extract_tb(exc.__traceback__) if exc is not None else []
+        mine = [f for f in frames if Path(f.filename).resolve() == own.reward_file.resolve()] or frames[-1:]
+        if not mine:
+            return f"{own.reward_file.name}:{own.reward_function} of {own.name}"
+        frame = mine[-1]
+        return f"{Path(frame.filename).name}:{frame.lineno} in {frame.name} of {own.name}"
 
 
 class OwnShellEnv(OwnScoring, WorkspaceEnv):

@@ -1,7 +1,9 @@
-"""`python3 -B icdriver.pyz` serves on stdin and stdout; `... snapshot` runs once at image build."""
+"""`python3 -B icdriver.pyz` serves on stdin and stdout; `... snapshot` runs once at image build;
+`... prepare` is our layer's build step over an image of yours (icdriver/prepare.py)."""
 
 import sys
 
+from icdriver.prepare import prepare
 from icdriver.restore import snapshot
 from icdriver.server import serve
 
@@ -10,6 +12,8 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv == ["snapshot"]:
         snapshot()
+    elif argv == ["prepare"]:
+        prepare()
     else:
         serve()
 

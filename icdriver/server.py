@@ -11,7 +11,7 @@ from icdriver.files import unpack
 from icdriver.process import kill_group, kill_strays, list_procs
 from icdriver.repl import Repl, repl_failure
 from icdriver.restore import Restorer
-from icdriver.session import Session
+from icdriver.session import SHELL, Session
 
 
 class Driver:
@@ -50,7 +50,7 @@ class Driver:
     def op_session(self, req):
         restarted = self.session is not None and not self.session.alive()
         if self.session is None or not self.session.alive():
-            self.session = Session(req.get("shell", "/bin/bash"))
+            self.session = Session(req.get("shell", SHELL))
             self.groups.add(self.session.proc.pid)
         start = time.monotonic()
         capture = Capture(int(req.get("cap", 65536)), int(req.get("flood", 8 << 20)))

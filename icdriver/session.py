@@ -1,5 +1,6 @@
 """Op `session`: one persistent bash whose state lives across actions."""
 
+import os
 import subprocess
 import time
 import uuid
@@ -8,10 +9,14 @@ from icdriver.capture import pump
 from icdriver.process import kill_group
 
 
+# The image's bash, or the driver's own where the image has none (icdriver/prepare.py links it).
+SHELL = "/usr/lib/intercode/bash" if os.path.exists("/usr/lib/intercode/bash") else "/bin/bash"
+
+
 class Session:
     """One persistent bash whose state (cwd, variables, functions) lives across actions."""
 
-    def __init__(self, shell="/bin/bash"):
+    def __init__(self, shell=SHELL):
         self.proc = subprocess.Popen([shell, "--noprofile", "--norc"], cwd="/", stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
         assert self.proc.stdin is not None and self.proc.stdout is not None  # both piped, above

@@ -48,6 +48,7 @@ class TaskSet:
     tasks: list[Task]
     hardening: dict[str, dict[str, Any]] = field(default_factory=dict)  # image -> Hardening fields its tasks need
     digest: str | None = None  # of your files that define the tasks (None: one of the project's datasets)
+    notes: list[str] = field(default_factory=list)  # warnings to show once before its tasks run
 
     @property
     def kind(self) -> str:
@@ -75,7 +76,7 @@ def resolve(spec: TaskSetConfig, *, base_dir: Path, data_dir: Path | None) -> Ta
         found = _our_kind(spec, base_dir)
     else:
         found = _own(spec, _place(base_dir, spec.path or "", "path"))
-    return TaskSet(found.label, _select(spec, found.tasks), found.hardening, found.digest)
+    return TaskSet(found.label, _select(spec, found.tasks), found.hardening, found.digest, found.notes)
 
 
 def of_directory(directory: str | Path, *, allow_internet: bool = False) -> TaskSet:
@@ -116,7 +117,7 @@ def _own(spec: TaskSetConfig, root: Path) -> TaskSet:
     else:
         source = register(ImageSpec(f"{_short(own.image)}-src", own.manifest.dockerfile, context_dir=own.root,
                                     timeout=OWN_BUILD_TIMEOUT))
-        register(own_layer(_short(own.image), source))
+        register(own_layer(_short(own.image), source, image_python=own.manifest.language == "python"))
     return TaskSet(spec.name or own.name, own.tasks(), digest=own.digest())
 
 
@@ -160,13 +161,29 @@ def _harbor(spec: TaskSetConfig, root: Path) -> TaskSet:
             continue
         folder = Path(meta["dir"])
         source = register(ImageSpec(f"{_short(task.image)}-src", "Dockerfile", context_dir=folder / "environment",
-                                    timeout=meta["build_timeout"]))
+                                    timeout=meta["build_timeout"], prebuilt=meta["docker_image"]))
         register(own_layer(_short(task.image), source))
         hardening[task.image] = {"cpus": meta["cpus"], "memory_mb": meta["memory_mb"], "pids": HARBOR_PIDS,
                                  "disk_mb": max(meta["storage_mb"], 64),
                                  "network": bool(meta["allow_internet"] and spec.allow_internet)}
     digest = hashlib.sha256("".join(t.meta["digest"] for t in tasks).encode()).hexdigest()[:16]
-    return TaskSet(label, tasks, hardening, digest)
+    return TaskSet(label, tasks, hardening, digest, notes=_harbor_notes(spec, tasks))
+
+
+def _harbor_notes(spec: TaskSetConfig, tasks: list[Task]) -> list[str]:
+    """What a user should hear once before Harbor tasks run: each task's warnings (unknown keys),
+    and how many ask for the internet that this run does not give."""
+    notes = [f"{t.name}: {warning}" for t in tasks for warning in t.meta.get("warnings", [])]
+    online = [t for t in tasks if "unavailable" not in t.meta and t.meta.get("allow_internet")]
+    if online and not spec.allow_internet:
+        notes.append(f"{len(online)} of {len(tasks)} tasks ask for the internet (task.toml), which this run does not "
+                     "give; their verifiers may fail: allow it with `allow_internet = true` in the [[tasks]] entry "
+                     "(`tasks check --allow-internet`)")
+    hosts = sorted({h for t in online for h in t.meta.get("allowed_hosts", [])})
+    if hosts and spec.allow_internet:
+        notes.append(f"an allowlist of hosts ({', '.join(hosts[:3])}{', ...' if len(hosts) > 3 else ''}) can't be "
+                     "enforced here: those tasks get the whole network")
+    return notes
 
 
 def pool_configs(images: list[str], needs: dict[str, dict[str, Any]]) -> dict[str, ImagePoolConfig]:

@@ -1,7 +1,7 @@
 """Harbor task folders, read as they are (harborframework.com/docs/tasks):
 
     hello-world/
-      task.toml              timeouts, resources, internet; [metadata] is free
+      task.toml              timeouts, resources, network; [metadata] is free (tasks/harbor_config.py)
       instruction.md         the task, as the agent reads it
       environment/Dockerfile the agent's container (its build context is environment/)
       tests/test.sh          the verifier: copied to /tests after the agent, writes /logs/verifier/reward.*
@@ -9,48 +9,49 @@
 
     tasks = read_harbor(Path("datasets/my-bench"), label="my-bench")   # one folder, or a folder of them
 
-A field we do not support, or a docker-compose environment, makes its task unavailable, with one
-line that names the field (`meta["unavailable"]`); the other tasks run. The environment that runs
-them is environments/harbor.py.
+One task, one failure: a folder whose task.toml is malformed, whose instruction is missing, whose
+links lead out of it, or that asks for what we can't do here, is that task's line
+(`meta["unavailable"]`; `meta["malformed"]` when the folder itself is at fault); the other tasks
+run. Unknown keys are warnings (`meta["warnings"]`). The environment that runs them is
+environments/harbor.py.
 """
 
 from __future__ import annotations
 
 import hashlib
-import math
 import re
-import tomllib
 from pathlib import Path
 from typing import Any
 
 from foundation.errors import ConfigError
+from tasks.harbor_config import Malformed, Unsupported, read_config
 from tasks.model import Task
 
 KIND = "harbor"
-TASK_FILE, INSTRUCTION = "task.toml", "instruction.md"
-AGENT_TIMEOUT, VERIFIER_TIMEOUT = 600.0, 600.0  # Harbor's defaults when task.toml gives none
-# What we read of task.toml; any other key of these sections makes the task unavailable.
-SUPPORTED = {
-    "": {"version", "schema_version", "task", "metadata", "verifier", "agent", "environment", "solution", "source"},
-    "verifier": {"timeout_sec", "env", "user"},
-    "agent": {"timeout_sec", "user"},
-    "environment": {"build_timeout_sec", "cpus", "memory_mb", "storage_mb", "memory", "storage", "allow_internet",
-                    "env", "gpus", "docker_image"},
-    "solution": {"env"},
-}
+TASK_FILE, INSTRUCTION, OLD_TASK_FILE = "task.toml", "instruction.md", "task.yaml"
+MARKERS = (TASK_FILE, INSTRUCTION, OLD_TASK_FILE)  # any of them makes a folder a task (a broken one, maybe)
+READ = (TASK_FILE, INSTRUCTION, "environment", "tests", "solution")  # what a run reads of a task folder
+COMPOSE_FILES = ("docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml")
 
 
 def is_task(path: Path) -> bool:
-    return (path / TASK_FILE).is_file() and (path / INSTRUCTION).is_file()
+    return any((path / name).exists() or (path / name).is_symlink() for name in MARKERS)
+
+
+def task_folders(root: Path) -> list[Path]:
+    """The task folders at `root`: itself, or its sub-folders that look like tasks, in name order."""
+    if is_task(root):
+        return [root]
+    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".") and is_task(p))
 
 
 def read_harbor(path: Path, label: str) -> list[Task]:
     """The Harbor tasks at `path` (a task folder, or a folder of task folders, in name order) as
-    the task set `label`. ConfigError when there is none."""
+    the task set `label`. ConfigError only when there is none at all."""
     root = path.expanduser().resolve()
     if not root.is_dir():
         raise ConfigError(f"harbor: {path} is not a directory of Harbor task folders")
-    folders = [root] if is_task(root) else sorted(p for p in root.iterdir() if p.is_dir() and is_task(p))
+    folders = task_folders(root)
     if not folders:
         raise ConfigError(f"harbor: {root} holds no Harbor task (a folder with {TASK_FILE} and {INSTRUCTION})")
     return [_task(folder, label, index) for index, folder in enumerate(folders)]
@@ -63,110 +64,91 @@ def image_of(folder: Path) -> str:
 
 
 def _task(folder: Path, label: str, index: int) -> Task:
-    config = _config(folder / TASK_FILE)
-    meta: dict[str, Any] = {"name": folder.name, "dir": str(folder), "digest": _digest(folder)}
+    meta: dict[str, Any] = {"name": folder.name, "dir": str(folder)}
+    query = gold = ""
     try:
-        meta.update(_settings(folder, config))
-    except _Unsupported as exc:
+        _check_links(folder)
+        meta["digest"] = _digest(folder)
+        settings, warnings = _read(folder)
+        meta.update(settings, warnings=warnings)
+        query = _text(folder / INSTRUCTION)
+        gold = _text(folder / "solution" / "solve.sh", missing="")
+    except Malformed as exc:
+        meta.update(unavailable=f"{folder.name}: {exc}", malformed=True)
+    except Unsupported as exc:
         meta["unavailable"] = f"{folder.name}: {exc}"
-    solution = folder / "solution" / "solve.sh"
-    gold = solution.read_text(encoding="utf-8", errors="replace") if solution.is_file() else ""
-    query = (folder / INSTRUCTION).read_text(encoding="utf-8", errors="replace")
+    meta.setdefault("digest", "")
     image = "" if "unavailable" in meta else image_of(folder)  # nothing to build for a task we can't run
     return Task(env=KIND, dataset=label, index=index, query=query, gold=gold, image=image, meta=meta, name=folder.name)
 
 
-class _Unsupported(Exception):
-    """A task we can't run as Harbor would: the message names the field."""
+def _read(folder: Path) -> tuple[dict[str, Any], list[str]]:
+    """task.toml's settings and warnings, with the folder's parts checked."""
+    if not (folder / TASK_FILE).exists():
+        if (folder / OLD_TASK_FILE).exists():
+            raise Unsupported(f"a Terminal-Bench 1 task ({OLD_TASK_FILE}): convert it to Harbor's format with "
+                              f"`harbor tasks migrate -i {folder} -o NEW_DIR`, then give NEW_DIR")
+        raise Malformed(f"{TASK_FILE} is missing")
+    if not (folder / INSTRUCTION).is_file():
+        raise Malformed(f"{INSTRUCTION} is missing")
+    settings, warnings = read_config(_text(folder / TASK_FILE))
+    environment = folder / "environment"
+    if any((environment / name).exists() for name in COMPOSE_FILES):
+        raise Unsupported("a docker-compose environment (several containers) is not supported here yet")
+    if not (environment / "Dockerfile").is_file() and not settings["docker_image"]:
+        raise Malformed("environment/Dockerfile is missing (and task.toml's [environment] gives no docker_image)")
+    if not (folder / "tests" / "test.sh").is_file():
+        raise Malformed("tests/test.sh is missing")
+    return settings, warnings
 
 
-def _config(path: Path) -> dict[str, Any]:
+def _text(path: Path, missing: str | None = None) -> str:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
-    for section in SUPPORTED:
-        if section and not isinstance(data.get(section, {}), dict):
-            raise ConfigError(f"{path}: [{section}] is not a table")
-    return data
+        return path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        if missing is not None:
+            return missing
+        raise Malformed(f"{path.name} is missing") from None
+    except OSError as exc:
+        raise Malformed(f"{path.name} can't be read: {exc.strerror or exc}") from None
 
 
-def _settings(folder: Path, config: dict[str, Any]) -> dict[str, Any]:
-    """What the harness needs of a task: timeouts, resources, network, environment variables."""
-    for section, keys in SUPPORTED.items():
-        table = config if not section else config.get(section, {})
-        unknown = sorted(set(table) - keys)
-        if unknown:
-            where = f"[{section}] " if section else ""
-            raise _Unsupported(f"task.toml's {where}`{unknown[0]}` is not supported here")
-    environment, verifier, agent = config.get("environment", {}), config.get("verifier", {}), config.get("agent", {})
-    _check_environment(folder, environment, verifier, agent)
-    return {
-        "agent_timeout": _seconds(agent.get("timeout_sec"), AGENT_TIMEOUT, "[agent] timeout_sec"),
-        "verifier_timeout": _seconds(verifier.get("timeout_sec"), VERIFIER_TIMEOUT, "[verifier] timeout_sec"),
-        "verifier_env": _env(verifier.get("env"), "[verifier] env"),
-        "solution_env": _env(config.get("solution", {}).get("env"), "[solution] env"),
-        "env": _env(environment.get("env"), "[environment] env"),
-        "cpus": float(environment.get("cpus", 1)),
-        "memory_mb": _size(environment, "memory_mb", "memory", 2048),
-        "storage_mb": _size(environment, "storage_mb", "storage", 10240),
-        "allow_internet": bool(environment.get("allow_internet", True)),
-        "build_timeout": _seconds(environment.get("build_timeout_sec"), 600.0, "[environment] build_timeout_sec"),
-    }
+def _check_links(folder: Path) -> None:
+    """Malformed when a link among what a run reads leads out of the folder (a host file would
+    become the prompt, the tests or the image), or when links form a cycle."""
+    for name in READ:
+        _check_tree(folder / name, folder, frozenset())
 
 
-def _check_environment(folder: Path, environment: dict[str, Any], verifier: dict[str, Any],
-                       agent: dict[str, Any]) -> None:
-    env_dir = folder / "environment"
-    if any((env_dir / name).exists() for name in ("docker-compose.yaml", "docker-compose.yml", "compose.yaml")):
-        raise _Unsupported("a docker-compose environment (several containers) is not supported here; "
-                           "give environment/Dockerfile alone")
-    if environment.get("docker_image"):
-        raise _Unsupported("[environment] `docker_image` (a prebuilt image from a registry) is not supported here: "
-                           "no registry answers; give environment/Dockerfile")
-    if not (env_dir / "Dockerfile").is_file():
-        raise _Unsupported("environment/Dockerfile is missing")
-    if int(environment.get("gpus", 0) or 0) > 0:
-        raise _Unsupported("[environment] `gpus` is not supported here (no GPU)")
-    for section, table in (("verifier", verifier), ("agent", agent)):
-        if table.get("user") not in (None, "root", 0):
-            raise _Unsupported(f"[{section}] `user` other than root is not supported here")
-    if not (folder / "tests" / "test.sh").exists():
-        raise _Unsupported("tests/test.sh is missing")
-
-
-def _seconds(value: Any, default: float, key: str) -> float:
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
-        raise _Unsupported(f"task.toml's {key} must be a positive number of seconds, not {value!r}")
-    return float(value)
-
-
-def _env(value: Any, key: str) -> dict[str, str]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict) or not all(isinstance(v, str | int | float) for v in value.values()):
-        raise _Unsupported(f"task.toml's {key} must be a table of texts")
-    return {str(k): str(v) for k, v in value.items()}
-
-
-def _size(environment: dict[str, Any], key: str, old_key: str, default: int) -> int:
-    """A size in MB: `memory_mb = 2048`, or the older `memory = "2G"`."""
-    if key in environment:
-        return int(environment[key])
-    text = environment.get(old_key)
-    if text is None:
-        return default
-    found = re.fullmatch(r"\s*([\d.]+)\s*([GMK])B?\s*", str(text).upper())
-    if not found:
-        raise _Unsupported(f"task.toml's [environment] {old_key} = {text!r}: expected a size such as \"2G\"")
-    return int(float(found.group(1)) * {"G": 1024, "M": 1, "K": 1 / 1024}[found.group(2)])
+def _check_tree(path: Path, root: Path, ancestors: frozenset[Path]) -> None:
+    if path.is_symlink():
+        target = path.resolve()
+        if not target.is_relative_to(root):
+            link = path.relative_to(root)
+            raise Malformed(f"{link} is a link to {path.readlink()}, outside the task's folder: put the file itself "
+                            "in the folder (links must stay inside it)")
+    if not path.is_dir():
+        return
+    real = path.resolve()
+    if real in ancestors:
+        raise Malformed(f"{path.relative_to(root)} is a link that loops back into its own folder")
+    try:
+        children = sorted(path.iterdir())
+    except OSError as exc:
+        raise Malformed(f"{path.relative_to(root)} can't be read: {exc.strerror or exc}") from None
+    for child in children:
+        _check_tree(child, root, ancestors | {real})
 
 
 def _digest(folder: Path) -> str:
-    """A hash of every file of the task folder: results are refused to a changed task."""
+    """A hash of every regular file of the task folder: results are refused to a changed task."""
     digest = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
+    for path in sorted(folder.rglob("*")):
+        if path.is_symlink():
+            digest.update(str(path.relative_to(folder)).encode() + b"\0->" + str(path.readlink()).encode())
+        elif path.is_file():
+            try:
+                digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
+            except OSError as exc:
+                raise Malformed(f"{path.relative_to(folder)} can't be read: {exc.strerror or exc}") from None
     return digest.hexdigest()[:16]

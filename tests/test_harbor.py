@@ -74,9 +74,10 @@ def test_a_sweep_over_the_folders_scores_the_oracle_and_classes_the_broken(tmp_p
     assert all(s.success_rate == 1.0 and s.failures["verifier"] == len(BROKEN) for s in cells.values())  # never 0
     parts = rows(out, "SELECT t.breakdown FROM turns t JOIN episodes e ON e.id = t.episode_id WHERE "
                       "e.task_id = 'harbor/fractional-reward' AND t.breakdown IS NOT NULL")
-    assert parts and all(json.loads(p) == {"reward": 1.0, "files_found": 4.0, "files_expected": 4.0} for p, in parts)
-    limits = json.loads(rows(out, "SELECT t.breakdown FROM turns t JOIN episodes e ON e.id = t.episode_id WHERE "
-                                  "e.task_id = 'harbor/resource-limits' AND t.breakdown IS NOT NULL LIMIT 1")[0][0])
+    assert parts and all(json.loads(p) == {"reward": 1.0, "north": 1.0, "east": 1.0, "south": 1.0, "west": 1.0} for p, in parts)
+    seen = rows(out, "SELECT t.observation FROM turns t JOIN episodes e ON e.id = t.episode_id WHERE "
+                     "e.task_id = 'harbor/resource-limits' AND t.breakdown IS NOT NULL LIMIT 1")[0][0]
+    limits = json.loads(seen.split("limits: ", 1)[1].splitlines()[0])
     assert limits["memory_limit_mb"] == 512 and limits["cpu_limit"] == 1.0  # task.toml's resources, as the task saw them
 
 
@@ -128,7 +129,8 @@ async def test_partial_work_gets_the_fractional_reward_with_its_parts():
             await env.reset(task_set.tasks[0], multi_turn=True)
             await env.step("mkdir -p /app/out && cd /app/out && echo north > north.txt && echo east > east.txt")
             step = await env.step("submit")
-            assert step.reward == 0.5 and env.breakdown() == {"reward": 0.5, "files_found": 2.0, "files_expected": 4.0}
+            assert step.reward == 0.5 and env.breakdown() == {"reward": 0.5, "north": 1.0, "east": 1.0, "south": 0.0,
+                                                           "west": 0.0}
 
 
 @pytest.mark.docker

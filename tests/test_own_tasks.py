@@ -119,13 +119,16 @@ def test_a_reward_that_raises_or_answers_text_is_a_task_error_of_that_episode_on
     for strategy in ("try_again", "tools"):
         assert found["flaky-reward/0", strategy][:2] == ("solved", None)
         status, failure, error = found["flaky-reward/1", strategy]
-        assert (status, failure) == ("task_error", "task") and "reward.py:reward of flaky-reward raised KeyError" in error
+        assert (status, failure) == ("task_error", "task") and "reward.py:6 in reward of flaky-reward raised KeyError" \
+            in error  # the file and the line it raised at
         status, failure, error = found["flaky-reward/2", strategy]
         assert (status, failure) == ("task_error", "task") and "returned 'yes', not a number in [0, 1]" in error
     kept = rows(tmp_path / "out", "SELECT count(*) FROM turns t JOIN episodes e ON e.id = t.episode_id "
                                   "WHERE e.status = 'task_error'")
     assert kept[0][0] >= 4  # the failed episodes' turns are stored with them
     assert rows(tmp_path / "out", "SELECT count(*) FROM episodes WHERE attempts > 1") == [(0,)]  # never re-run
+    logged = [json.loads(line) for line in (tmp_path / "out" / "sweep.log").read_text().splitlines()]
+    assert any(e.get("event") == "episode_not_scored" and "reward.py:6 in reward" in e["error"] for e in logged)
 
 
 @pytest.mark.docker
@@ -153,10 +156,10 @@ def test_python_and_sql_environments_and_your_data_in_our_kinds(tmp_path, capsys
 def test_tasks_check_and_validate_an_environment_of_your_own(capsys):
     assert main(["tasks", "check", str(EXAMPLE)]) == 0
     out = capsys.readouterr().out
-    assert out.count("ok   ") == 6 and "6 tasks: 6 ok, 0 not" in out
+    assert out.count("ok   ") == 6 and "6 tasks: 6 ok, 0 with warnings, 0 failed" in out
     assert main(["tasks", "check", str(FIXTURES / "own" / "flaky-reward")]) == 1
     out = capsys.readouterr().out
-    assert "FAIL" in out and "raised KeyError" in out and "1 ok, 2 not" in out
+    assert "FAIL" in out and "reward.py:6 in reward of flaky-reward raised KeyError" in out and "1 ok, 0 with warnings, 2 failed" in out
     assert main(["validate", str(EXAMPLE)]) == 0
     assert "jq: 6/6 gold solutions score 1.0" in capsys.readouterr().out
 
@@ -193,11 +196,16 @@ def test_the_gym_adapter_runs_an_environment_of_your_own():
 
 
 @pytest.mark.docker
-def test_a_dockerfile_that_fails_to_build_is_one_line_naming_it(tmp_path, capsys):
+def test_a_dockerfile_that_fails_to_build_costs_only_its_own_episodes(tmp_path, capsys):
     directory = copy_example(tmp_path)
     (directory / "Dockerfile").write_text("FROM debian:bookworm-slim\nRUN echo broken && false\n")
     (directory / "environment.toml").write_text((directory / "environment.toml").read_text().replace('"jq"', '"jq-broken"'))
-    sweep = sweep_file(tmp_path, f'[[tasks]]\npath = "{directory}"\n', ["try_again"])
-    assert main(["sweep", str(sweep), "--quiet"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith(f"error: {directory / 'Dockerfile'}: building") and "the command exited with 1" in err[-1]
+    sweep = sweep_file(tmp_path, f'[[tasks]]\npath = "{directory}"\n[[tasks]]\npath = "{EXAMPLE}"\n', ["try_again"])
+    assert main(["sweep", str(sweep), "--quiet"]) == 0
+    found = rows(tmp_path / "out", "SELECT task_id, status, error FROM episodes")
+    broken = [(status, error) for task, status, error in found if task.startswith("jq-broken/")]
+    assert len(broken) == 6 and all(status == "task_error" for status, _ in broken)
+    error = broken[0][1]
+    assert f"its image failed to build: {directory / 'Dockerfile'}: building" in error
+    assert "the command exited with 1 (broken)" in error  # the step's own last word
+    assert [status for task, status, _ in found if task.startswith("jq/")] == ["solved"] * 6  # the other entry ran

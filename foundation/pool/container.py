@@ -139,7 +139,7 @@ class PooledContainer:
 # outlives an agent that kills everything; docker-init's child, `sleep infinity`, would not. It
 # ignores the signals it could be sent from inside (SIGKILL to a namespace's init is ignored by the
 # kernel); the pool removes its containers with SIGKILL from outside.
-KEEPER = ["/bin/bash", "-c", "trap '' TERM INT HUP QUIT USR1 USR2; while :; do sleep 86400 & wait $!; done"]
+KEEPER = ["/usr/lib/intercode/bash", "-c", "trap '' TERM INT HUP QUIT USR1 USR2; while :; do sleep 86400 & wait $!; done"]
 
 
 def container_config(image: str, hardening: Hardening, labels: dict[str, str], disk: DiskCaps | None = None,

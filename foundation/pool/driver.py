@@ -23,7 +23,9 @@ from foundation.errors import ContainerDied, DriverExited, DriverLost, ImageErro
 from icdriver import protocol
 
 DRIVER_PATH = "/usr/lib/intercode/icdriver.pyz"
-DRIVER_ARGV = ["python3", "-B", DRIVER_PATH]
+# The interpreter the image's build chose for the driver: its own python3, or the driver's runtime
+# (images/own, icdriver/prepare.py); our images link their python3 there.
+DRIVER_ARGV = ["/usr/lib/intercode/python3", "-B", DRIVER_PATH]
 HELLO_TIMEOUT = 30.0
 REBUILD = "./dev images"  # rebuilds the images whose inputs changed
 

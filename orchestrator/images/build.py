@@ -1,8 +1,11 @@
-"""Build the project's images in dependency order, skipping those whose inputs have not changed.
+"""Build the project's images, skipping those whose inputs have not changed: several at once, each
+as soon as the images it needs (its parent, the stages it copies from) are built.
 
-An image's inputs hash covers its build context (paths, modes, contents), its build args and the ID
-of its parent image. It is stored on the image as the label `intercode.inputs-hash`, so a second run
-finds every image current and builds nothing, and a rebuilt parent makes all its children stale.
+An image's inputs hash covers its build context (paths, modes, contents), its build args and the IDs
+of the images it needs. It is stored on the image as the label `intercode.inputs-hash`, so a second
+run finds every image current and builds nothing, and a rebuilt parent makes all its children stale.
+An image that fails to build costs only itself and the images built on it (`build_each`). A Harbor
+task's prebuilt `docker_image` is used when the engine has it, else its Dockerfile is built.
 """
 
 from __future__ import annotations
@@ -19,9 +22,9 @@ from typing import Any
 import aiodocker
 
 from foundation.engine import engine, engine_deadline
-from foundation.errors import ImageError
+from foundation.errors import DataDirError, EngineUnavailable, ImageError
 from orchestrator.images.base import ensure_base
-from orchestrator.images.build_context import Entry, collect, describe, inputs_hash, write_tar
+from orchestrator.images.build_context import collect, describe, inputs_hash, write_tar
 from orchestrator.images.engine_build import (
     Line,
     Progress,
@@ -29,7 +32,7 @@ from orchestrator.images.engine_build import (
     no_progress,
     run_build,
 )
-from orchestrator.images.specs import BASE_IMAGE, ImageSpec, get, in_build_order
+from orchestrator.images.specs import BASE_IMAGE, ImageSpec, get, in_build_order, needs
 
 HASH_LABEL = "intercode.inputs-hash"
 NAME_LABEL = "intercode.image"
@@ -59,37 +62,96 @@ class BuildResult:
     seconds: float
 
 
+PARALLEL_BUILDS = 4  # images built at once (their steps wait on downloads as much as on the CPU)
+
+
+@dataclass(frozen=True)
+class BuildFailure:
+    name: str
+    tag: str
+    error: str  # one line: what failed, and why (the step, apt's `E:` line)
+
+
 async def build_images(names: Iterable[str] | None, data_dir: Path, *, force: bool = False,
                        progress: Progress = no_progress,
                        docker: aiodocker.Docker | None = None) -> list[BuildResult]:
-    """Build the named images (all when None) and their parents, base image first.
+    """Build the named images (all when None) and what they need, base image first; raises
+    ImageError for the first that failed, once the others have been built.
 
     force rebuilds the named images and their parents without the layer cache (the base image is
     only ever made when missing). Raises ImageError, DataDirError or EngineUnavailable.
     """
-    specs = in_build_order(names)
-    contexts = {s.name: await asyncio.to_thread(collect, s, data_dir) for s in specs}  # fail early
-    results: list[BuildResult] = []
-    async with _client(docker) as client:
-        ids: dict[str | None, str] = {None: await ensure_base(client, progress)}
-        replaced: list[tuple[str, str]] = []  # (name, old image ID) of each image a build replaced
-        for spec in specs:
-            old = await find_image(client, spec.tag)
-            result = await _build_one(client, spec, contexts[spec.name], ids[spec.parent], old, force, progress)
-            ids[spec.name] = result.image_id
-            results.append(result)
-            if old is not None and old["Id"] != result.image_id:
-                replaced.append((spec.name, old["Id"]))
-        # Children first: an old parent can only go once no old child is built on it.
-        for name, old_id in reversed(replaced):
-            await _drop_replaced(client, name, old_id, progress)
+    results, failures = await build_each(names, data_dir, force=force, progress=progress, docker=docker)
+    if failures:
+        raise ImageError(failures[0].error)
     return results
 
 
-async def _build_one(docker: aiodocker.Docker, spec: ImageSpec, entries: list[Entry], parent_id: str,
+async def build_each(names: Iterable[str] | None, data_dir: Path, *, force: bool = False,
+                     progress: Progress = no_progress, docker: aiodocker.Docker | None = None,
+                     parallel: int = PARALLEL_BUILDS) -> tuple[list[BuildResult], list[BuildFailure]]:
+    """Build the named images (all when None) and what they need, up to `parallel` at once, each
+    as soon as what it needs is built. An image that fails to build (and every image built on it)
+    is a BuildFailure; the others are built all the same. Raises DataDirError or EngineUnavailable."""
+    specs = in_build_order(names)
+    async with _client(docker) as client:
+        base_id = await ensure_base(client, progress)
+        builds = _Builds(client, data_dir, force, progress, asyncio.Semaphore(max(parallel, 1)), base_id)
+        try:
+            async with asyncio.TaskGroup() as group:
+                for spec in specs:
+                    builds.tasks[spec.name] = group.create_task(builds.one(spec), name=f"build {spec.name}")
+        except ExceptionGroup as failed:  # the engine went away, or the data dir is missing: one error
+            raise failed.exceptions[0] from None
+        outcomes = [builds.tasks[spec.name].result() for spec in specs]
+        # Children first: an old parent can only go once no old child is built on it.
+        for name, old_id in reversed(builds.replaced):
+            await _drop_replaced(client, name, old_id, progress)
+    return ([o for o in outcomes if isinstance(o, BuildResult)], [o for o in outcomes if isinstance(o, BuildFailure)])
+
+
+class _Builds:
+    """One run of builds: each image's task waits for those it needs, then builds under the gate."""
+
+    def __init__(self, docker: aiodocker.Docker, data_dir: Path, force: bool, progress: Progress,
+                 gate: asyncio.Semaphore, base_id: str) -> None:
+        self.docker, self.data_dir, self.force, self.progress, self.gate = docker, data_dir, force, progress, gate
+        self.base_id = base_id
+        self.tasks: dict[str, asyncio.Task[BuildResult | BuildFailure]] = {}
+        self.replaced: list[tuple[str, str]] = []  # (name, old image ID) of each image a build replaced
+
+    async def one(self, spec: ImageSpec) -> BuildResult | BuildFailure:
+        ids = []
+        for name in needs(spec):
+            outcome = await self.tasks[name]
+            if isinstance(outcome, BuildFailure):  # the cause is that image's: its error says it
+                return BuildFailure(spec.name, spec.tag, outcome.error)
+            ids.append(outcome.image_id)
+        parent_id = "|".join(ids if spec.parent is not None else [self.base_id, *ids])
+        async with self.gate:
+            try:
+                old = await find_image(self.docker, spec.tag)
+                result = await _build_one(self.docker, spec, self.data_dir, parent_id, old, self.force, self.progress)
+            except (DataDirError, EngineUnavailable):
+                raise
+            except ImageError as exc:
+                self.progress(Line(spec.name, f"failed: {exc}"))
+                return BuildFailure(spec.name, spec.tag, str(exc))
+        if old is not None and old["Id"] != result.image_id:
+            self.replaced.append((spec.name, old["Id"]))
+        return result
+
+
+async def _build_one(docker: aiodocker.Docker, spec: ImageSpec, data_dir: Path, parent_id: str,
                      current: dict[str, Any] | None, force: bool, progress: Progress) -> BuildResult:
     """Build one image unless `current` (what the engine has under its tag) is already up to date."""
     start = time.monotonic()
+    if spec.prebuilt is not None and (prebuilt := await find_image(docker, spec.prebuilt)) is not None:
+        return await _use_prebuilt(docker, spec, prebuilt, current, progress, start)
+    if spec.context_dir is not None and not spec.dockerfile_path.is_file():
+        raise ImageError(f"{spec.context_dir}: no {spec.dockerfile}, and the engine has no image {spec.prebuilt} "
+                         "(task.toml's docker_image; no registry answers here): `docker load` it, or give a Dockerfile")
+    entries = await asyncio.to_thread(collect, spec, data_dir)
     digest = await asyncio.to_thread(inputs_hash, entries, spec.buildargs, parent_id)
     if current is not None and _labels(current).get(HASH_LABEL) == digest and not force:
         progress(Line(spec.name, f"up to date ({current['Id'][7:19]})"))
@@ -111,6 +173,17 @@ async def _build_one(docker: aiodocker.Docker, spec: ImageSpec, entries: list[En
     return BuildResult(spec.name, spec.tag, image_id, True, seconds)
 
 
+async def _use_prebuilt(docker: aiodocker.Docker, spec: ImageSpec, prebuilt: dict[str, Any],
+                        current: dict[str, Any] | None, progress: Progress, start: float) -> BuildResult:
+    """The prebuilt image the engine has, under the spec's tag: nothing to build, as Harbor uses it."""
+    if current is None or current["Id"] != prebuilt["Id"]:
+        repository, _, tag = spec.tag.rpartition(":")
+        async with engine_deadline(f"tag image {spec.prebuilt}"):
+            await docker.images.tag(str(spec.prebuilt), repository, tag=tag)
+        progress(Line(spec.name, f"using the prebuilt image {spec.prebuilt} ({prebuilt['Id'][7:19]})"))
+    return BuildResult(spec.name, spec.tag, prebuilt["Id"], False, time.monotonic() - start)
+
+
 async def _drop_replaced(docker: aiodocker.Docker, name: str, image_id: str, progress: Progress) -> None:
     """Delete an image a new build replaced, unless something still uses it (a container or a
     child image): every rebuild would otherwise leave a few hundred MB of untagged layers."""
@@ -127,17 +200,18 @@ async def image_status(names: Iterable[str] | None, data_dir: Path, *,
                        docker: aiodocker.Docker | None = None) -> list[ImageStatus]:
     """Per image (all when None), in build order: present, missing or stale, with its size.
 
-    An image whose parent is not present counts as stale: building would rebuild it.
+    An image whose parent (or a stage it copies from) is not present counts as stale: building
+    would rebuild it.
     """
     wanted = None if names is None else [get(n).name for n in names]
     found: dict[str, ImageStatus] = {}
     async with _client(docker) as client:
         base = await find_image(client, BASE_IMAGE)
         for spec in in_build_order(wanted):
-            parent_id = base["Id"] if base is not None else None
-            if spec.parent is not None:
-                parent = found[spec.parent]
-                parent_id = parent.image_id if parent.state is ImageState.PRESENT else None
+            ids = [found[name].image_id if found[name].state is ImageState.PRESENT else None for name in needs(spec)]
+            if spec.parent is None:
+                ids.insert(0, base["Id"] if base is not None else None)
+            parent_id = None if None in ids else "|".join(str(i) for i in ids)
             found[spec.name] = await _status(client, spec, data_dir, parent_id)
     return [s for s in found.values() if wanted is None or s.name in wanted]
 
@@ -147,7 +221,10 @@ async def _status(docker: aiodocker.Docker, spec: ImageSpec, data_dir: Path, par
     if current is None:
         return ImageStatus(spec.name, spec.tag, ImageState.MISSING, None, None)
     state = ImageState.STALE
-    if parent_id is not None:
+    prebuilt = await find_image(docker, spec.prebuilt) if spec.prebuilt is not None else None
+    if prebuilt is not None:
+        state = ImageState.PRESENT if prebuilt["Id"] == current["Id"] else ImageState.STALE
+    elif parent_id is not None and (spec.context_dir is None or spec.dockerfile_path.is_file()):
         entries = await asyncio.to_thread(collect, spec, data_dir)
         digest = await asyncio.to_thread(inputs_hash, entries, spec.buildargs, parent_id)
         if _labels(current).get(HASH_LABEL) == digest:

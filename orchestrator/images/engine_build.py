@@ -110,7 +110,15 @@ class _Watcher:
         for text in self.tail:
             self.progress(Line(self.image, f"| {text}"))
         where = f" at {_shorten(self.step, 100)}" if self.step else ""
-        return ImageError(f"building {self.image} failed{where}: {_shorten(_why(message), 200)}")
+        return ImageError(f"building {self.image} failed{where}: {_shorten(_why(message), 200)}{self._cause()}")
+
+    def _cause(self) -> str:
+        """The step's own last word on why: apt's `E:` line, else its last line of output."""
+        lines = [text for text in self.tail if text.strip()]
+        errors = [text for text in lines if text.startswith("E: ")]
+        if errors:
+            return f" ({_shorten(errors[-1], 200)})"
+        return f" ({_shorten(lines[-1], 200)})" if lines else ""
 
 
 def _why(message: str) -> str:

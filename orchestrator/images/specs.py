@@ -44,6 +44,8 @@ class ImageSpec:
     workdir: str = "/"  # must match the Dockerfile's WORKDIR; agents start here
     context_dir: Path | None = None  # a user's directory, the whole context (`dockerfile` relative to it)
     timeout: float | None = None  # seconds the build may take (a user's task says; ours: no limit)
+    stages: tuple[str, ...] = ()  # other specs the Dockerfile copies from (`FROM ... AS`): built first
+    prebuilt: str | None = None  # an image the engine may have already (a Harbor task's docker_image): used if so
 
     @property
     def tag(self) -> str:
@@ -65,7 +67,10 @@ REDATE = "common/redate.py"  # file systems dated as if made at build, as the or
 _NL2BASH_FS = {1: "nl2bash/fs/fs_1.tar", 2: "nl2bash/fs/fs_2.tar", 3: "nl2bash/fs/fs_3.tar",
                4: None}  # file system 4 adds nothing to the base
 
+RUNTIME = "driver-runtime"  # the driver's own Python and bash, copied into every image of a task of yours
+
 SPECS: tuple[ImageSpec, ...] = (
+    ImageSpec(RUNTIME, "runtime/Dockerfile", files=("runtime/make-runtime.sh",)),
     ImageSpec("nl2bash-base", "nl2bash-base/Dockerfile", files=(COMMIT_ROOT,)),
     *(ImageSpec(f"nl2bash-fs{n}", "nl2bash/Dockerfile", parent="nl2bash-base", files=(REDATE,),
                 data=_frozen({f"fs_{n}.tar": tar} if tar else {}), buildargs=_frozen({"FS": str(n)}))
@@ -94,13 +99,17 @@ def register(spec: ImageSpec) -> ImageSpec:
     return spec
 
 
-def own_layer(name: str, parent: ImageSpec, *, commit_root: bool = False) -> ImageSpec:
-    """Our layer over the image `parent` builds: the driver (and python3 and bash for it, when the
-    image lacks them), with `commit_root` the root committed to git (the Bash reward diffs with it),
-    and the snapshot the reset restores from."""
+def own_layer(name: str, parent: ImageSpec, *, commit_root: bool = False, image_python: bool = False) -> ImageSpec:
+    """Our layer over the image `parent` builds: the driver with its own runtime (nothing of the
+    image needed), with `commit_root` the root committed to git (the Bash reward diffs with it), and
+    the snapshot the reset restores from. `image_python`: the driver, and so the agent's Python
+    code, runs on the image's python3 when it has one."""
+    runtime = BY_NAME[RUNTIME]
     return ImageSpec(name, OWN_LAYER, files=("own/prepare.sh", COMMIT_ROOT), parent=parent.name,
-                     buildargs=_frozen({"BASE": parent.tag, "COMMIT_ROOT": "1" if commit_root else "0"}),
-                     timeout=parent.timeout)
+                     buildargs=_frozen({"BASE": parent.tag, "RUNTIME": runtime.tag,
+                                        "IC_COMMIT_ROOT": "1" if commit_root else "0",
+                                        "IC_PYTHON": "image" if image_python else "runtime"}),
+                     timeout=parent.timeout, stages=(runtime.name,))
 
 
 def get(name: str) -> ImageSpec:
@@ -112,15 +121,20 @@ def get(name: str) -> ImageSpec:
         raise ImageError(f"unknown image {name!r}; known images: {', '.join(BY_NAME)}") from None
 
 
+def needs(spec: ImageSpec) -> tuple[str, ...]:
+    """The specs that must be built before `spec`: its parent and the stages it copies from."""
+    return (*((spec.parent,) if spec.parent is not None else ()), *spec.stages)
+
+
 def in_build_order(names: Iterable[str] | None = None) -> list[ImageSpec]:
-    """The named specs (all when None) plus their parents, parents first."""
+    """The named specs (all when None) plus what they need, what is needed first."""
     ordered: list[ImageSpec] = []
 
     def visit(spec: ImageSpec) -> None:
         if spec in ordered:
             return
-        if spec.parent is not None:
-            visit(BY_NAME[spec.parent])
+        for name in needs(spec):
+            visit(BY_NAME[name])
         ordered.append(spec)
 
     for name in (list(BY_NAME) if names is None else names):

@@ -167,6 +167,7 @@ def _fill(record: EpisodeRecord, outcome: EpisodeOutcome, failure: ScoringFailed
         record.failure_class, record.error = "model", outcome.error
     elif failure is not None:
         record.status, record.failure_class, record.error = failure.status, failure.failure_class, _line(failure)
+        log.info("episode_not_scored", task=record.key.task_id, status=record.status, error=record.error)
     record.finished_at = time.time()
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 import gc
 import math
 import subprocess
@@ -34,7 +35,7 @@ from foundation.errors import ConfigError, EngineUnavailable, SandboxError, User
 from foundation.pool import ImagePoolConfig
 from foundation.settings import PROJECT_ROOT, cache_dir
 from orchestrator.cluster import require_ray
-from orchestrator.images.ensure import ensure_images
+from orchestrator.images.ensure import ensure_each
 from orchestrator.store import EpisodeRecord, Store
 from orchestrator.store.store import config_json
 from orchestrator.sweep.config import PoolSettings, SweepConfig
@@ -126,6 +127,8 @@ def _load_task_sets(config: SweepConfig, data_dir: Path | None) -> dict[str, Tas
     places: dict[str, str] = {}
     for spec in config.tasks:
         task_set = found[spec.label] = resolve(spec, base_dir=config.base_dir, data_dir=data_dir)
+        for note in task_set.notes:
+            log.warning("task_set_note", task_set=spec.label, note=note)
         place = kind_spec(task_set.kind).directory
         if place is not None and places.setdefault(task_set.kind, place) != place:
             raise ConfigError(f"two environments are named {task_set.kind!r} ({places[task_set.kind]} and {place}): "
@@ -138,7 +141,10 @@ async def _run(config: SweepConfig, todo: list[PlannedEpisode], task_sets: dict[
     """Run `todo`; returns how many episodes were left unstarted (a spent budget stops new ones)."""
     # "": a kind that needs no container; a task unavailable here has no image to build
     images = sorted({e.task.image for e in todo if e.task.image and "unavailable" not in e.task.meta})
-    await ensure_images(images, data_dir)
+    failed = await ensure_each(images, data_dir)
+    if failed:  # a Dockerfile that fails costs its own tasks' episodes, stored as task errors
+        todo = _without_images(todo, failed)
+        images = [image for image in images if image not in failed]
     needs = {image: found for task_set in task_sets.values() for image, found in task_set.hardening.items()}
     pools = _pool_configs(config, images, needs)
     all_tasks = [t for task_set in task_sets.values() for t in task_set.tasks]
@@ -192,6 +198,22 @@ def _sized(config: SweepConfig, images: list[str]) -> frozenset[str]:
 
 def _pool_settings(config: SweepConfig, image: str) -> PoolSettings:
     return config.pools.get(image) or config.pools.get(image.removeprefix("intercode/")) or PoolSettings()
+
+
+def _without_images(todo: list[PlannedEpisode], failed: dict[str, str]) -> list[PlannedEpisode]:
+    """The episodes, those of tasks whose image failed to build made unavailable (the build's
+    error their line): they are stored as task errors, and the others run."""
+    for image, error in failed.items():
+        log.warning("image_failed", image=image, error=error)
+    unavailable: dict[str, Task] = {}
+
+    def of(task: Task) -> Task:
+        if task.id not in unavailable:
+            meta = {**task.meta, "unavailable": f"its image failed to build: {failed[task.image]}"}
+            unavailable[task.id] = dataclasses.replace(task, meta=meta, image="")  # nothing to lease
+        return unavailable[task.id]
+
+    return [dataclasses.replace(e, task=of(e.task)) if e.task.image in failed else e for e in todo]
 
 
 def _services(todo: list[PlannedEpisode]) -> list[str]:

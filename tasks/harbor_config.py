@@ -1,0 +1,249 @@
+"""task.toml, read as Harbor (0.26, its TaskConfig) reads it.
+
+    settings, warnings = read_config(text)     # Unsupported or Malformed: one line naming the field
+
+Every field Harbor's TaskConfig accepts is accepted here. What changes how a task runs is used
+(timeouts, resources, network, environment variables, the working directory, the healthcheck,
+a prebuilt `docker_image`); what does not is ignored ([task], [metadata], `source`, `skills_dir`,
+`artifacts`, `gpu_types`); what changes it in a way we can't honour raises Unsupported, naming the
+field (multi-step tasks, MCP servers, a separate verifier, GPUs, TPUs, Windows). A key Harbor does
+not know either (a typo: `[agent2]`, `timout_sec`) is a warning: Harbor ignores it silently, we say
+so. A value of the wrong shape raises Malformed.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tomllib
+from typing import Any
+
+AGENT_TIMEOUT, VERIFIER_TIMEOUT, BUILD_TIMEOUT = 600.0, 600.0, 600.0  # Harbor's defaults
+MEMORY_MB, STORAGE_MB = 2048, 10240  # ours when task.toml gives none (Harbor leaves them to the provider)
+NETWORK_MODES = ("public", "no-network", "allowlist")
+HEALTHCHECK: dict[str, float] = {"interval_sec": 5.0, "timeout_sec": 30.0, "start_period_sec": 0.0,
+                                  "start_interval_sec": 5.0, "retries": 3}  # Harbor's defaults
+# The keys Harbor's TaskConfig knows, per table ("" is the top level). [metadata] is free.
+KNOWN: dict[str, frozenset[str]] = {
+    "": frozenset({"version", "schema_version", "source", "multi_step_reward_strategy", "task", "metadata",
+                   "verifier", "agent", "environment", "solution", "steps", "artifacts"}),
+    "task": frozenset({"name", "version", "description", "authors", "keywords"}),
+    "agent": frozenset({"timeout_sec", "user", "network_mode", "allowed_hosts"}),
+    "verifier": frozenset({"timeout_sec", "env", "user", "network_mode", "allowed_hosts", "environment_mode",
+                           "environment", "collect"}),
+    "environment": frozenset({"build_timeout_sec", "docker_image", "os", "cpus", "memory_mb", "storage_mb", "memory",
+                              "storage", "gpus", "gpu_types", "tpu", "mcp_servers", "env", "skills_dir",
+                              "healthcheck", "workdir", "allow_internet", "network_mode", "allowed_hosts"}),
+    "solution": frozenset({"env"}),
+    "environment.healthcheck": frozenset({"command", *HEALTHCHECK}),
+}
+TEMPLATE = re.compile(r"\$\{([^}:]+)(?::-(.*))?\}")  # ${VAR} or ${VAR:-default}, resolved from this machine
+
+
+class Unsupported(Exception):
+    """A field that changes how the task runs, which we can't honour here: the message names it."""
+
+
+class Malformed(Exception):
+    """task.toml can't be read, or a field has the wrong shape: the message names it."""
+
+
+def read_config(text: str) -> tuple[dict[str, Any], list[str]]:
+    """What the harness needs of a task.toml (timeouts, resources, network, variables, working
+    directory, healthcheck, prebuilt image), and a warning line per key Harbor would not know."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise Malformed(f"task.toml is not valid TOML: {exc}") from None
+    tables = {name: _table(data, name) for name in KNOWN if name}
+    _refuse_unsupported(data, tables)
+    environment, verifier, agent = tables["environment"], tables["verifier"], tables["agent"]
+    settings = {
+        "agent_timeout": _seconds(agent.get("timeout_sec"), AGENT_TIMEOUT, "[agent] timeout_sec"),
+        "verifier_timeout": _seconds(verifier.get("timeout_sec"), VERIFIER_TIMEOUT, "[verifier] timeout_sec"),
+        "build_timeout": _seconds(environment.get("build_timeout_sec"), BUILD_TIMEOUT, "[environment] build_timeout_sec"),
+        "verifier_env": _env(verifier.get("env"), "[verifier] env"),
+        "solution_env": _literal(_env(tables["solution"].get("env"), "[solution] env")),
+        "env": _env(environment.get("env"), "[environment] env"),
+        "cpus": _cpus(environment.get("cpus")),
+        "memory_mb": _size(environment, "memory", MEMORY_MB),
+        "storage_mb": _size(environment, "storage", STORAGE_MB),
+        "workdir": _workdir(environment.get("workdir")),
+        "docker_image": _text(environment.get("docker_image"), "[environment] docker_image"),
+        "healthcheck": _healthcheck(tables["environment.healthcheck"]) if "healthcheck" in environment else None,
+        **_network(environment, verifier, agent),
+    }
+    return settings, _unknown_keys(data, tables)
+
+
+def resolve(env: dict[str, str]) -> dict[str, str]:
+    """Variables with their `${VAR}` and `${VAR:-default}` templates taken from this machine's
+    environment (as Harbor does, when the task runs: never stored)."""
+    resolved = {}
+    for name, value in env.items():
+        found = TEMPLATE.fullmatch(value)
+        resolved[name] = value if found is None else os.environ.get(found.group(1), found.group(2) or "")
+    return resolved
+
+
+def _table(data: dict[str, Any], name: str) -> dict[str, Any]:
+    outer, _, inner = name.partition(".")
+    value = data.get(outer, {})
+    if inner and isinstance(value, dict):
+        value = value.get(inner, {})
+    if not isinstance(value, dict):
+        raise Malformed(f"task.toml's `{name}` must be a table, not {type(value).__name__}")
+    return value
+
+
+def _refuse_unsupported(data: dict[str, Any], tables: dict[str, dict[str, Any]]) -> None:
+    environment, verifier = tables["environment"], tables["verifier"]
+    checks = [
+        (bool(data.get("steps")), "[[steps]] (a multi-step task) is not supported here yet"),
+        (bool(environment.get("mcp_servers")), "[[environment.mcp_servers]] (MCP servers for the agent) is not "
+                                               "supported here yet"),
+        (verifier.get("environment_mode") == "separate" or verifier.get("environment") is not None,
+         "[verifier] environment_mode = \"separate\" (a verifier container of its own) is not supported here"),
+        (bool(verifier.get("collect")), "[[verifier.collect]] (commands in compose services) is not supported here"),
+        (str(environment.get("os", "linux")).lower() != "linux", f"[environment] os = {environment.get('os')!r}: "
+                                                                 "only Linux containers run here"),
+        (_count(environment.get("gpus"), "[environment] gpus") > 0, "[environment] `gpus` is not supported here (no GPU)"),
+        (environment.get("tpu") is not None, "[environment] `tpu` is not supported here (no TPU)"),
+    ]
+    for section in ("agent", "verifier"):
+        user = tables[section].get("user")
+        checks.append((user not in (None, "root", 0), f"[{section}] user = {user!r}: only root is supported here"))
+    for refused, why in checks:
+        if refused:
+            raise Unsupported(f"task.toml's {why}")
+
+
+def _unknown_keys(data: dict[str, Any], tables: dict[str, dict[str, Any]]) -> list[str]:
+    warnings = []
+    for name, known in KNOWN.items():
+        table = data if not name else tables[name]
+        for key in sorted(set(table) - known):
+            what = "table" if isinstance(table[key], dict) else "key"
+            place = f"[{key}]" if not name and what == "table" else f"`{key}`" + (f" in [{name}]" if name else "")
+            warnings.append(f"task.toml: unknown {what} {place}, ignored (as Harbor ignores it): a typo?")
+    return warnings
+
+
+def _seconds(value: Any, default: float, key: str) -> float:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+        raise Malformed(f"task.toml's {key} must be a positive number of seconds, not {value!r}")
+    return float(value)
+
+
+def _count(value: Any, key: str) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise Malformed(f"task.toml's {key} must be a whole number, not {value!r}")
+    return value
+
+
+def _cpus(value: Any) -> float:
+    if value is None:
+        return 1.0
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+        raise Malformed(f"task.toml's [environment] cpus must be a positive number, not {value!r}")
+    return float(value)
+
+
+def _text(value: Any, key: str) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise Malformed(f"task.toml's {key} must be a text, not {value!r}")
+    return value
+
+
+def _workdir(value: Any) -> str | None:
+    text = _text(value, "[environment] workdir")
+    if text is not None and not text.startswith("/"):
+        raise Malformed(f"task.toml's [environment] workdir must be an absolute path, not {text!r}")
+    return text
+
+
+def _env(value: Any, key: str) -> dict[str, str]:
+    """A table of variables; a `${VAR}` template without a default needs VAR set here."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(v, str | int | float) for v in value.values()):
+        raise Malformed(f"task.toml's {key} must be a table of texts")
+    env = {str(k): str(v) for k, v in value.items()}
+    for name, text in env.items():
+        found = TEMPLATE.fullmatch(text)
+        if found and found.group(2) is None and found.group(1) not in os.environ:
+            raise Unsupported(f"task.toml's {key} `{name}` = \"{text}\" needs the variable {found.group(1)} set on this "
+                              "machine: export it, then run again")
+    return env
+
+
+def _literal(env: dict[str, str]) -> dict[str, str]:
+    """[solution] env without templates: the oracle's action is stored, and a value from this
+    machine (a key) would be stored with it."""
+    for name, text in env.items():
+        if TEMPLATE.fullmatch(text):
+            raise Unsupported(f"task.toml's [solution] env `{name}` = \"{text}\": a value from this machine would be "
+                              "stored with the oracle's action; give the value itself")
+    return env
+
+
+def _size(environment: dict[str, Any], name: str, default: int) -> int:
+    """A size in MB: `memory_mb = 2048`, or the deprecated `memory = "2G"` (both must agree)."""
+    key = f"{name}_mb"
+    given = environment.get(key)
+    if given is not None and (isinstance(given, bool) or not isinstance(given, int) or given <= 0):
+        raise Malformed(f"task.toml's [environment] {key} must be a positive whole number of MB, not {given!r}")
+    text = environment.get(name)
+    if text is None:
+        return int(given) if given is not None else default
+    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([GMK])B?\s*", str(text).upper())
+    if not found:
+        raise Malformed(f"task.toml's [environment] {name} = {text!r}: expected a size such as \"2G\" or \"512M\"")
+    size = int(float(found.group(1)) * {"G": 1024, "M": 1, "K": 1 / 1024}[found.group(2)])
+    if given is not None and given != size:
+        raise Malformed(f"task.toml's [environment] {name} = {text!r} ({size} MB) and {key} = {given} disagree")
+    return size
+
+
+def _healthcheck(table: dict[str, Any]) -> dict[str, Any]:
+    command = table.get("command")
+    if not isinstance(command, str) or not command.strip():
+        raise Malformed("task.toml's [environment.healthcheck] needs a `command` (a shell command; exit 0 is healthy)")
+    check: dict[str, Any] = {"command": command}
+    for key, default in HEALTHCHECK.items():
+        value = table.get(key, default)
+        if key == "retries":
+            check[key] = max(_count(value, f"[environment.healthcheck] {key}"), 1)
+        elif value == 0 and key == "start_period_sec":
+            check[key] = 0.0
+        else:
+            check[key] = _seconds(value, default, f"[environment.healthcheck] {key}")
+    return check
+
+
+def _network(environment: dict[str, Any], verifier: dict[str, Any], agent: dict[str, Any]) -> dict[str, Any]:
+    """Whether the task asks for the internet (its environment, its agent or its verifier: Harbor's
+    default is public), and the hosts of an allowlist, which nothing here can enforce."""
+    modes = []
+    for section, table in (("environment", environment), ("agent", agent), ("verifier", verifier)):
+        mode = table.get("network_mode")
+        if mode is None and section == "environment":
+            legacy = table.get("allow_internet")
+            if legacy is not None and not isinstance(legacy, bool):
+                raise Malformed(f"task.toml's [environment] allow_internet must be true or false, not {legacy!r}")
+            mode = "public" if legacy in (None, True) else "no-network"
+        if mode is None:
+            continue
+        if mode not in NETWORK_MODES:
+            raise Malformed(f"task.toml's [{section}] network_mode = {mode!r}: one of {', '.join(NETWORK_MODES)}")
+        modes.append(mode)
+    hosts = sorted({str(h) for t in (environment, agent, verifier) for h in (t.get("allowed_hosts") or [])})
+    return {"allow_internet": any(mode != "no-network" for mode in modes),
+            "allowed_hosts": hosts if "allowlist" in modes else []}
