@@ -72,8 +72,8 @@ class Check:
 class Checker:
     """Runs the checks of one task set on one runtime, says what runs while it runs, keeps files."""
 
-    def __init__(self, runtime: Runtime, kept: Path, say: Say) -> None:
-        self.runtime, self.kept, self.say = runtime, kept, say
+    def __init__(self, runtime: Runtime, kept: Path, say: Say, tick: float = TICK) -> None:
+        self.runtime, self.kept, self.say, self.every = runtime, kept, say, tick
         self.running: dict[str, tuple[str, float]] = {}  # task -> (what it runs, since when)
 
     async def check(self, task: Task) -> Check:
@@ -128,16 +128,17 @@ class Checker:
             (folder / name).write_text(text, encoding="utf-8")
 
     async def tick(self) -> None:
-        """Every TICK seconds, what each running task is doing and for how long."""
+        """Every few seconds (TICK), what each running task is doing and for how long."""
         while True:
-            await asyncio.sleep(TICK)
+            await asyncio.sleep(self.every)
             now = time.monotonic()
             doing = [f"{task.split('/', 1)[-1]}: {what} {now - since:.0f} s" for task, (what, since) in self.running.items()]
             if doing:
                 self.say(f"... running: {'; '.join(doing)}")
 
 
-async def check_all(task_set: TaskSet, tasks: list[Task], *, concurrency: int, say: Say) -> list[Check]:
+async def check_all(task_set: TaskSet, tasks: list[Task], *, concurrency: int, say: Say,
+                    tick: float = TICK) -> list[Check]:
     """Build what the tasks need (several at once), then check each task, printing its line as it
     ends; every task has its line, whatever went wrong with the others."""
     wanted = sorted({t.image for t in tasks if t.image and "unavailable" not in t.meta})
@@ -146,7 +147,7 @@ async def check_all(task_set: TaskSet, tasks: list[Task], *, concurrency: int, s
     images = [image for image in wanted if image not in failed]
     gate = asyncio.Semaphore(max(concurrency, 1))
     async with Runtime.open(images={i: c for i, c in task_set.pools().items() if i in images}) as runtime:
-        checker = Checker(runtime, kept, say)
+        checker = Checker(runtime, kept, say, tick)
 
         async def checked(task: Task) -> Check:
             async with gate:
@@ -164,7 +165,9 @@ async def check_all(task_set: TaskSet, tasks: list[Task], *, concurrency: int, s
 
 async def _checked(checker: Checker, task: Task, failed: dict[str, str]) -> Check:
     if reason := task.meta.get("unavailable"):
-        return _verdict(task, Check(task, None, None, f"unavailable here: {reason}", 0.0))
+        reason = str(reason).removeprefix(f"{task.name}: ")
+        return _verdict(task, Check(task, None, None, reason if task.meta.get("malformed") else
+                                    f"unavailable here: {reason}", 0.0))
     if task.image in failed:
         return _verdict(task, Check(task, None, None, f"its image failed to build: {failed[task.image]}", 0.0))
     return await checker.check(task)

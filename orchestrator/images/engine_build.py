@@ -86,15 +86,28 @@ class _Watcher:
         self.step: str | None = None
         self.tail: deque[str] = deque(maxlen=TAIL_LINES)
         self.image_id: str | None = None
+        self.partial = ""  # output after the last line's end, until the rest arrives
 
     def feed(self, item: dict[str, Any]) -> None:
         if "error" in item:  # aiodocker normally raises first; kept in case it does not
             raise self.failure(str(item["error"]))
         if isinstance(item.get("aux"), dict) and "ID" in item["aux"]:
             self.image_id = item["aux"]["ID"]
-        for text in ANSI.sub("", str(item.get("stream") or item.get("status") or "")).splitlines():
-            if text.strip():
-                self._line(text.rstrip())
+        if "stream" not in item:
+            if item.get("status"):
+                self._line(ANSI.sub("", str(item["status"])).rstrip())
+            return
+        # A step's output arrives in pieces that need not end at a line's end (apt writes its
+        # coloured "E" and the rest of the line apart): lines are cut where the text says.
+        self.partial += str(item["stream"])
+        *lines, self.partial = self.partial.split("\n")
+        for text in lines:
+            self._flush(text)
+
+    def _flush(self, text: str) -> None:
+        for piece in ANSI.sub("", text).splitlines():
+            if piece.strip():
+                self._line(piece.rstrip())
 
     def _line(self, text: str) -> None:
         if text.startswith("Step "):
@@ -107,6 +120,9 @@ class _Watcher:
         self.progress(Line(self.image, text, detail=True))
 
     def failure(self, message: str) -> ImageError:
+        if self.partial:
+            self._flush(self.partial)
+            self.partial = ""
         for text in self.tail:
             self.progress(Line(self.image, f"| {text}"))
         where = f" at {_shorten(self.step, 100)}" if self.step else ""

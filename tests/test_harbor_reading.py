@@ -1,0 +1,164 @@
+"""Harbor task folders as the field writes them, read without Docker (tests/fixtures/harbor-published):
+real published headers are accepted, a typo is a warning, and every broken folder is its own line,
+never the whole set's; task.toml's fields as Harbor 0.26's TaskConfig reads them; rewards outside
+[0, 1] and a verifier that could not reach the network are the verifier's failures."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from environments.base import VerifierError
+from environments.harbor import OFFLINE, _in_range, _number, _numbers
+from foundation.settings import PROJECT_ROOT
+from tasks.harbor import read_harbor
+from tasks.harbor_config import Malformed, Unsupported, read_config
+
+PUBLISHED = PROJECT_ROOT / "tests" / "fixtures" / "harbor-published"
+
+
+@pytest.fixture(scope="module")
+def tasks():
+    return {t.name: t for t in read_harbor(PUBLISHED, "published")}
+
+
+@pytest.mark.parametrize("name", ["tb21-header", "tb2-docker-image", "harbor-026-fields", "no-python-no-apt",
+                                  "busybox-scratch"])
+def test_a_published_header_is_read_with_nothing_refused(tasks, name):
+    meta = tasks[name].meta
+    assert "unavailable" not in meta and meta["warnings"] == [] and tasks[name].image
+
+
+def test_terminal_bench_21s_header_gives_its_workdir_and_sizes(tasks):
+    meta = tasks["tb21-header"].meta
+    assert (meta["workdir"], meta["memory_mb"], meta["storage_mb"], meta["cpus"]) == ("/app", 2048, 10240, 1.0)
+    assert meta["allow_internet"] is False and meta["agent_timeout"] == 120.0
+
+
+def test_a_prebuilt_image_beside_its_dockerfile_is_kept_for_the_build(tasks):
+    assert tasks["tb2-docker-image"].meta["docker_image"] == "alexgshaw/tb2-docker-image:20251031"
+
+
+def test_harbor_026_fields_network_mode_and_healthcheck(tasks):
+    meta = tasks["harbor-026-fields"].meta
+    assert meta["allow_internet"] is False
+    assert meta["healthcheck"] == {"command": "test -f /app/ready", "interval_sec": 1.0, "timeout_sec": 30.0,
+                                   "start_period_sec": 0.0, "start_interval_sec": 5.0, "retries": 2}
+
+
+def test_a_typo_is_a_warning_and_the_task_still_runs(tasks):
+    meta = tasks["typo-agent2"].meta
+    assert "unavailable" not in meta and meta["warnings"] == [
+        "task.toml: unknown table [agent2], ignored (as Harbor ignores it): a typo?"]
+
+
+@pytest.mark.parametrize(("name", "words", "malformed"), [
+    ("malformed-toml", "task.toml is not valid TOML: Expected ']'", True),
+    ("missing-instruction", "instruction.md is missing", True),
+    ("absolute-link-in-tests", "tests/expected.txt is a link to /etc/hostname, outside the task's folder", True),
+    ("instruction-link-outside", "instruction.md is a link to ../../../../README.md, outside the task's folder", True),
+    ("tb1-task", "a Terminal-Bench 1 task (task.yaml): convert it to Harbor's format with `harbor tasks migrate", False),
+])
+def test_a_broken_folder_is_its_own_line_beside_the_others(tasks, name, words, malformed):
+    reason = tasks[name].meta["unavailable"]
+    assert reason.startswith(f"{name}: ") and words in reason and "\n" not in reason
+    assert bool(tasks[name].meta.get("malformed")) is malformed and tasks[name].image == ""
+    assert len(tasks) == 16  # every folder is a task: none dropped, none refusing the rest
+
+
+def test_a_link_out_of_the_folder_never_becomes_the_prompt(tasks):
+    assert tasks["instruction-link-outside"].query == ""
+
+
+def test_a_folder_with_neither_task_toml_nor_instruction_is_no_task(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "one").mkdir()
+    (tmp_path / "one" / "instruction.md").write_text("do it")
+    found = read_harbor(tmp_path, "t")
+    assert [t.name for t in found] == ["one"] and found[0].meta["unavailable"] == "one: task.toml is missing"
+
+
+def config(text: str) -> tuple[dict, list[str]]:
+    return read_config(text)
+
+
+@pytest.mark.parametrize(("text", "error", "words"), [
+    ('[environment]\nmcp_servers = [{name = "s", transport = "streamable-http", url = "http://mcp:8000/mcp"}]',
+     Unsupported, "[[environment.mcp_servers]]"),
+    ('[[steps]]\nname = "one"', Unsupported, "[[steps]] (a multi-step task)"),
+    ('[verifier]\nenvironment_mode = "separate"', Unsupported, "a verifier container of its own"),
+    ('[environment]\ngpus = 1', Unsupported, "`gpus`"),
+    ('[environment]\nos = "windows"', Unsupported, "only Linux"),
+    ('[verifier]\nenv = { KEY = "${INTERCODE_TEST_UNSET_VARIABLE}" }', Unsupported, "needs the variable"),
+    ('[solution]\nenv = { KEY = "${HOME}" }', Unsupported, "stored with the oracle's action"),
+    ('[environment]\nmemory = "2G"\nmemory_mb = 1024', Malformed, "disagree"),
+    ('[environment]\nstorage = "lots"', Malformed, "expected a size"),
+    ('[environment]\nnetwork_mode = "sometimes"', Malformed, "one of public, no-network, allowlist"),
+    ('[environment]\nworkdir = "app"', Malformed, "absolute path"),
+    ('[agent]\ntimeout_sec = -1', Malformed, "positive number of seconds"),
+    ('environment = 3', Malformed, "must be a table"),
+])
+def test_what_changes_a_run_and_cant_be_honoured_is_named(text, error, words):
+    with pytest.raises(error, match=None) as raised:
+        config(text)
+    assert words in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_what_does_not_change_a_run_is_accepted_silently():
+    settings, warnings = config('version = "2.0"\nsource = "x"\nartifacts = ["/app/out"]\n[task]\nname = "o/t"\n'
+                                '[metadata]\nfree = { any = 1 }\n[environment]\nskills_dir = "/skills"\nmcp_servers = []\n'
+                                'gpus = 0\ngpu_types = ["H100"]\nmemory = "512M"\nstorage = "1G"\n')
+    assert warnings == [] and (settings["memory_mb"], settings["storage_mb"]) == (512, 1024)
+
+
+def test_unknown_keys_in_known_tables_are_warnings():
+    _, warnings = config('[agent]\ntimout_sec = 5\n[environment]\ncpu = 2\n')
+    assert warnings == ["task.toml: unknown key `timout_sec` in [agent], ignored (as Harbor ignores it): a typo?",
+                        "task.toml: unknown key `cpu` in [environment], ignored (as Harbor ignores it): a typo?"]
+
+
+@pytest.mark.parametrize(("text", "internet"), [
+    ("", True),  # Harbor's default: public
+    ("[environment]\nallow_internet = false", False),
+    ('[environment]\nnetwork_mode = "no-network"', False),
+    ('[environment]\nnetwork_mode = "no-network"\n[verifier]\nnetwork_mode = "public"', True),
+    ('[environment]\nnetwork_mode = "allowlist"\nallowed_hosts = ["pypi.org"]', True),
+])
+def test_the_network_a_task_asks_for(text, internet):
+    assert config(text)[0]["allow_internet"] is internet
+
+
+def test_a_template_is_resolved_from_this_machine_only_when_the_task_runs(monkeypatch):
+    monkeypatch.setenv("INTERCODE_TEST_TOKEN", "secret")
+    settings, _ = config('[verifier]\nenv = { TOKEN = "${INTERCODE_TEST_TOKEN}", MODE = "${MODE_UNSET:-fast}" }')
+    assert settings["verifier_env"] == {"TOKEN": "${INTERCODE_TEST_TOKEN}", "MODE": "${MODE_UNSET:-fast}"}  # kept
+    from tasks.harbor_config import resolve
+    assert resolve(settings["verifier_env"]) == {"TOKEN": "secret", "MODE": "fast"}
+
+
+@pytest.mark.parametrize("text", ["7", "-0.5", "1.0001", "nan", "inf"])
+def test_a_reward_outside_0_1_is_the_verifiers_error(text):
+    with pytest.raises(VerifierError, match=r"reward\.txt is .*, not a reward in \[0, 1\]"):
+        _number(text, "/logs/verifier/reward.txt")
+
+
+def test_reward_json_values_are_numbers_and_each_in_range():
+    assert _numbers('{"reward": 1, "part": true}') == {"reward": 1.0, "part": 1.0}
+    with pytest.raises(VerifierError, match="`note` is \"fine\", not a number"):
+        _numbers('{"reward": 1, "note": "fine"}')
+    with pytest.raises(VerifierError, match="is 3, not a reward"):
+        _in_range(3.0, "reward.json's `count`")
+    assert _in_range(0.0, "x") == 0.0 and math.isclose(_number(" 0.25\n", "r"), 0.25)
+
+
+@pytest.mark.parametrize(("line", "offline"), [
+    ("curl: (6) Could not resolve host: astral.sh", True),
+    ("WARNING: Retrying ... Failed to establish a new connection: [Errno -3] Temporary failure in name resolution", True),
+    ("Err:1 http://deb.debian.org/debian bookworm InRelease\n  Temporary failure resolving 'deb.debian.org'", True),
+    ("error: dns error: failed to lookup address information: Name or service not known", True),
+    ("curl: (7) Failed to connect to localhost port 8080: Connection refused", False),  # the agent's own service
+    ("FAILED tests/test_outputs.py::test_answer - AssertionError", False),
+])
+def test_what_a_verifier_without_a_network_prints(line, offline):
+    assert bool(OFFLINE.search(line)) is offline
