@@ -66,6 +66,10 @@ bench-revisions BEFORE *ARGS: engine
 bench-harbor *ARGS: engine
     {{python}} -m benchmarks.bench_harbor {{ARGS}}
 
+# Tasks check from cold: four small Harbor tasks written afresh, their images built and checked, then checked warm; --before COMMIT runs that commit's side by side (ABBA), --runtime-cold counts the driver runtime's build
+bench-tasks-check *ARGS: engine
+    {{python}} -m benchmarks.bench_tasks_check {{ARGS}}
+
 # File ages of a replay context, two ways side by side: aging the files (what replay does) vs Debian's libfaketime (DEB: `apt-get download libfaketime`), per action and per container
 bench-file-ages DEB *ARGS: (images "nl2bash-fs3")
     {{python}} -m benchmarks.bench_file_ages {{DEB}} --data-dir {{data_dir}} {{ARGS}}

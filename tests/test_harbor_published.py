@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -22,10 +23,12 @@ from environments.runtime import Runtime
 from foundation.engine import engine
 from foundation.settings import PROJECT_ROOT
 from orchestrator.cli import main
+from orchestrator.images.build import PARALLEL_BUILDS
 from orchestrator.store.results import load_results
 from orchestrator.report.summary import summarize_all
 from orchestrator.task_check import check_all
 from orchestrator.tasksets import TaskSetConfig, prepare, resolve
+from tasks.harbor import image_of
 from tests.stores import rows
 
 PUBLISHED = PROJECT_ROOT / "tests" / "fixtures" / "harbor-published"
@@ -55,12 +58,17 @@ EXPECTED = {
 
 @pytest.fixture(scope="module")
 def check_run(tmp_path_factory):
-    """`tasks check` over the published folders, once, in a process of its own: its exit status,
-    each task's line, and all it printed."""
-    run = subprocess.run([sys.executable, "-m", "orchestrator", "tasks", "check", str(PUBLISHED)], capture_output=True,
+    """`tasks check` over a copy of the published folders (a place of its own: none of its images
+    is built yet), once, in a process of its own: its exit status, each task's line, and all it
+    printed. Its images are removed afterwards."""
+    folder = shutil.copytree(PUBLISHED, tmp_path_factory.mktemp("published") / "published", symlinks=True)
+    run = subprocess.run([sys.executable, "-m", "orchestrator", "tasks", "check", str(folder)], capture_output=True,
                          text=True, timeout=900, cwd=PROJECT_ROOT, env={**os.environ, "INTERCODE_TEST_VERBOSITY": "1"})
     lines = {line.split()[1]: line for line in run.stdout.splitlines() if line.startswith(("ok ", "warn", "FAIL", "skip"))}
-    return run.returncode, lines, run.stdout + run.stderr
+    yield run.returncode, lines, run.stdout + run.stderr
+    images = [image_of(task) for task in folder.iterdir()]
+    subprocess.run(["docker", "rmi", "-f", *images, *(f"{image}-src" for image in images)], capture_output=True,
+                   timeout=300)
 
 
 @pytest.mark.docker
@@ -81,6 +89,17 @@ def test_tasks_check_has_a_line_per_folder_and_no_traceback(check_run):
     kept = Path(printed.split("what each verifier wrote, per task: ")[1].split()[0])
     assert (kept / "reward-seven" / "oracle" / "reward.txt").read_text().strip() == "7"
     assert "solve.sh exited 3" in (kept / "solve-fails" / "oracle" / "steps.txt").read_text()
+
+
+@pytest.mark.docker
+def test_tasks_check_builds_several_images_at_once_up_to_its_limit(check_run):
+    _, _, printed = check_run
+    building, most = set(), 0
+    for line in printed.splitlines():
+        if match := re.match(r"^\[([^\]]+)\] (building|built|failed: ) ?", line):
+            (building.add if match[2] == "building" else building.discard)(match[1])
+            most = max(most, len(building))
+    assert 2 <= most <= PARALLEL_BUILDS, most
 
 
 @pytest.mark.docker

@@ -1,0 +1,27 @@
+"""A build that fails says why in its one line: the failing step, and the step's own last word
+(apt's `E:` line, though apt writes its coloured `E` and the rest of the line apart)."""
+
+from __future__ import annotations
+
+from orchestrator.images.engine_build import Line, _Watcher
+
+
+def test_apts_error_line_is_in_the_builds_one_line():
+    shown: list[Line] = []
+    watcher = _Watcher("task-src", shown.append)
+    for piece in ["Step 1/3 : FROM debian:bookworm-slim\n", " ---> a7f06f5bc3c7\n",
+                  "Step 2/3 : RUN apt-get install -y no-such-package\n", " ---> Running in 1b2c3d\n",
+                  "Reading package lists...", "\n", "\x1b[1;31mE", ": \x1b[0mUnable to locate package no-such-package\n"]:
+        watcher.feed({"stream": piece})
+    error = watcher.failure("The command '/bin/sh -c apt-get install -y no-such-package' returned a non-zero code: 100")
+    assert str(error) == ("building task-src failed at Step 2/3 : RUN apt-get install -y no-such-package: the command "
+                          "exited with 100 (E: Unable to locate package no-such-package)")
+    assert Line("task-src", "| E: Unable to locate package no-such-package") in shown  # not only with -v
+
+
+def test_without_an_e_line_the_steps_last_line_is_the_cause():
+    watcher = _Watcher("task-src", lambda line: None)
+    watcher.feed({"stream": "Step 3/3 : RUN make\n"})
+    watcher.feed({"stream": "make: *** No rule to make target 'all'.  Stop."})  # no newline before the end
+    error = watcher.failure("The command '/bin/sh -c make' returned a non-zero code: 2")
+    assert str(error).endswith("the command exited with 2 (make: *** No rule to make target 'all'. Stop.)")
