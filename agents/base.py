@@ -33,7 +33,8 @@ Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content":
 # A message of a dialogue with tools, in OpenAI's form: also an assistant's `tool_calls` (a list)
 # and `tool` messages with the `tool_call_id` they answer.
 ToolMessage = dict[str, Any]
-EpisodeStatus = Literal["submitted", "max_turns", "solved", "model_error", "budget_exhausted"]
+# agent_error: an agent of yours raised (agents/own.py)
+EpisodeStatus = Literal["submitted", "max_turns", "solved", "model_error", "budget_exhausted", "agent_error"]
 # The form a strategy reads an action from: a fenced code block (the project's variants), the
 # paper's parsers ("paper"), a ReAct `Thought N: ... / Action N: execute[...]` answer ("react"),
 # or a numbered plan whose steps are the actions ("plan": the paper's Plan & Solve asks for one).
@@ -118,11 +119,25 @@ STRATEGIES: dict[str, tuple[str, dict[str, Any]]] = {
 PAPER_STRATEGIES = ("single", "try_again", "react", "plan_solve", "plan_solve_refine")
 
 
+# agents of yours, by the name a sweep gives them (`my_agents.py:CoT`): registered once loaded
+# (agents/own.py, agents/strategies/external.py), as datasets and kinds of your own are
+AGENTS: dict[str, Strategy] = {}
+
+
+def register_agent(strategy: Strategy) -> Strategy:
+    """Make an agent of yours known by its name (again: the latest wins)."""
+    AGENTS[strategy.name] = strategy
+    return strategy
+
+
 def get_strategy(name: str, **options: Any) -> Strategy:
+    if name in AGENTS and not options:
+        return AGENTS[name]
     try:
         target, preset = STRATEGIES[name]
     except KeyError:
-        raise ConfigError(f"unknown strategy {name!r}; known: {', '.join(STRATEGIES)}") from None
+        raise ConfigError(f"unknown strategy {name!r}; known: {', '.join(STRATEGIES)}, or an agent of yours "
+                          "(`path.py:Name`)") from None
     module, cls = target.split(":")
     strategy: Strategy = getattr(importlib.import_module(module), cls)(**{**preset, **options})
     return strategy

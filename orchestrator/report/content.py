@@ -110,7 +110,7 @@ def paper_cell(summary: CellSummary | None) -> str:
 
 CELL_COLUMNS = ("model", "strategy", "task set", "episodes", "success", "95% CI", "mean reward", "mean turns",
                 "tokens", "tokens/episode", "cost", "model fail", "task fail", "infra fail", "verifier fail",
-                "cut by budget")
+                "agent fail", "cut by budget")
 
 
 def cell_row(s: CellSummary) -> list[str]:
@@ -118,7 +118,7 @@ def cell_row(s: CellSummary) -> list[str]:
     return [s.model, s.strategy, s.task_set, str(s.episodes), f"{pct(s.success_rate)} ({s.successes})",
             ci_text(s), num(s.mean_reward), num(s.mean_turns, 1), f"{s.total_tokens:,}", num(s.mean_tokens, 0),
             cost_text(s), str(s.failures["model"]), str(s.failures["task"]), str(s.failures["infra"]),
-            str(s.failures["verifier"]), str(s.cut)]
+            str(s.failures["verifier"]), str(s.failures["agent"]), str(s.cut)]
 
 
 RUN_COLUMNS = ("run", "started", "finished", "status", "git sha", "sweep file sha256", "host")

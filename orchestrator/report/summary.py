@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from orchestrator.report.stats import mean, wilson_interval
 from orchestrator.store.results import Episode
 
-FAILURE_CLASSES = ("model", "task", "infra", "verifier")
+FAILURE_CLASSES = ("model", "task", "infra", "verifier", "agent")
 Cell = tuple[str, str, str]  # (model, strategy, task_set)
 
 

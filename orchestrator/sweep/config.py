@@ -35,6 +35,7 @@ from pydantic import (
 )
 
 from agents.base import STRATEGIES
+from agents.own import is_agent_name
 from agents.llm import ModelLimits
 from foundation.errors import ConfigError
 from orchestrator.cluster.settings import ClusterSettings
@@ -134,7 +135,8 @@ class SweepConfig(BaseModel):
     name: str = Field(min_length=1, description="the sweep's name; part of every episode's identity")
     output: Path = Field(description="output directory (results.db, sweep.log, reports)")
     models: list[ModelConfig] = Field(min_length=1, max_length=MAX_MODELS)
-    strategies: list[str] = Field(min_length=1, description=f"any of {', '.join(STRATEGIES)}")
+    strategies: list[str] = Field(min_length=1, description=f"any of {', '.join(STRATEGIES)}, or an agent of "
+                                  "yours: `path.py:Name` (the path from the sweep file's directory)")
     tasks: list[TaskSetConfig] = Field(min_length=1, max_length=MAX_TASK_SETS)
     epochs: int = Field(1, ge=1, le=MAX_EPOCHS, description="times each task runs per model and strategy")
     max_turns: int = Field(10, ge=1, le=100)
@@ -167,8 +169,9 @@ class SweepConfig(BaseModel):
     @classmethod
     def _known_strategies(cls, values: list[str]) -> list[str]:
         for value in values:
-            if value not in STRATEGIES:
-                raise ValueError(f"unknown strategy {value!r}; allowed: {', '.join(STRATEGIES)}")
+            if value not in STRATEGIES and not is_agent_name(value):
+                raise ValueError(f"unknown strategy {value!r}; allowed: {', '.join(STRATEGIES)}, or an agent of yours "
+                                 "as `path.py:Name` (a class with run(episode, model), or a function)")
         if len(set(values)) != len(values):
             raise ValueError("a strategy is listed twice")
         return values

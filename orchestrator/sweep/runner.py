@@ -165,6 +165,9 @@ def _fill(record: EpisodeRecord, outcome: EpisodeOutcome, failure: ScoringFailed
     record.status = outcome.status
     if outcome.status in ("model_error", "budget_exhausted"):
         record.failure_class, record.error = "model", outcome.error
+    elif outcome.status == "agent_error":  # an agent of yours raised: its failure, never re-run
+        record.failure_class, record.error = "agent", outcome.error
+        log.info("episode_agent_error", task=record.key.task_id, strategy=record.key.strategy, error=outcome.error)
     elif failure is not None:
         record.status, record.failure_class, record.error = failure.status, failure.failure_class, _line(failure)
         log.info("episode_not_scored", task=record.key.task_id, status=record.status, error=record.error)

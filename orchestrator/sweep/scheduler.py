@@ -39,12 +39,14 @@ from orchestrator.images.ensure import ensure_each
 from orchestrator.store import EpisodeRecord, Store
 from orchestrator.store.store import config_json
 from orchestrator.sweep.config import PoolSettings, SweepConfig
+from orchestrator.sweep.own_agents import load_agents, serving
 from orchestrator.sweep.sweep_models import SweepModels, check_models
 from orchestrator.sweep.plan import Dispatcher, PlannedEpisode, plan
 from orchestrator.sweep.progress import SweepProgress
 from orchestrator.site import Site
 from orchestrator.sweep.runner import EpisodeRunner, LocalSite
 from orchestrator.tasksets import TaskSet, pool_configs, resolve
+from agents.own import LoadedAgent
 from tasks import Task
 
 log = structlog.get_logger(__name__)
@@ -67,9 +69,10 @@ async def run_sweep(config: SweepConfig, sweep_hash: str, *, progress: SweepProg
         require_ray("the sweep's [cluster]")
     resolved = await asyncio.to_thread(_load_task_sets, config, data_dir)
     await asyncio.to_thread(check_models, config, data_dir)
+    agents = await asyncio.to_thread(load_agents, config)
     task_sets = {label: found.tasks for label, found in resolved.items()}
     episodes = await _planned(config, task_sets)
-    identity = config.identity([found.digest for found in resolved.values()])
+    identity = config.identity([found.digest for found in resolved.values()] + [agent.digest for agent in agents])
     async with Store.open(config.output, sweep=config.name, identity=identity) as store:
         done = await store.finished_keys()
         todo = [e for e in episodes if e.key not in done]
@@ -79,7 +82,7 @@ async def run_sweep(config: SweepConfig, sweep_hash: str, *, progress: SweepProg
         log.info("sweep_start", sweep=config.name, run=run_id, planned=len(episodes), skipped=len(episodes) - len(todo))
         status = "failed"
         try:
-            left = await _run(config, todo, resolved, store, run_id, progress, data_dir) if todo else 0
+            left = await _run(config, todo, resolved, store, run_id, progress, data_dir, agents) if todo else 0
             status = "finished" if left == 0 else "stopped"
         except (asyncio.CancelledError, EngineUnavailable):  # a resume finishes it
             status = "interrupted"
@@ -137,7 +140,7 @@ def _load_task_sets(config: SweepConfig, data_dir: Path | None) -> dict[str, Tas
 
 
 async def _run(config: SweepConfig, todo: list[PlannedEpisode], task_sets: dict[str, TaskSet], store: Store,
-               run_id: int, progress: SweepProgress, data_dir: Path | None) -> int:
+               run_id: int, progress: SweepProgress, data_dir: Path | None, agents: list[LoadedAgent]) -> int:
     """Run `todo`; returns how many episodes were left unstarted (a spent budget stops new ones)."""
     # "": a kind that needs no container; a task unavailable here has no image to build
     images = sorted({e.task.image for e in todo if e.task.image and "unavailable" not in e.task.meta})
@@ -149,7 +152,7 @@ async def _run(config: SweepConfig, todo: list[PlannedEpisode], task_sets: dict[
     pools = _pool_configs(config, images, needs)
     all_tasks = [t for task_set in task_sets.values() for t in task_set.tasks]
     spent = await store.spent_before(run_id)  # the budget holds for the sweep, across its resumes
-    async with SweepModels.open(config, all_tasks, data_dir, spent) as models:
+    async with SweepModels.open(config, all_tasks, data_dir, spent) as models, serving(agents):
         if config.cluster is not None:
             return await _run_on_cluster(config, todo, images, pools, models, store, run_id, progress, data_dir)
         async with Runtime.open(data_dir=data_dir, reward_mode=config.reward_mode, images=pools,

@@ -68,12 +68,12 @@ def _progress_table(source: Source, progress: list[CellProgress]) -> str:
                      cell_link(source, cell, p.failures, failure="any") if p.failures else "0", str(p.cut),
                      f'<span class="when">{when(p.last_finished)}</span>'])
     return table(("model", "strategy", "task set", "stored", "solved", "unsolved", "with an error (model, task, "
-                  "infra, verifier)", "cut by budget", "last stored (UTC)"), rows, "progress", names=3,
+                  "infra, verifier, agent)", "cut by budget", "last stored (UTC)"), rows, "progress", names=3,
                  css="sortable keys")
 
 
 def _cell_row(source: Source, s: CellSummary) -> list[str]:
-    errors = " / ".join(str(s.failures[k]) for k in ("model", "task", "infra", "verifier"))
+    errors = " / ".join(str(s.failures[k]) for k in ("model", "task", "infra", "verifier", "agent"))
     return [name(s.model), name(s.strategy), name(s.task_set),
             cell_link(source, (s.model, s.strategy, s.task_set), s.episodes),
             esc(f"{pct(s.success_rate)} ({s.successes})"), esc(ci_text(s)), num(s.mean_reward), num(s.mean_turns, 1),

@@ -1,0 +1,177 @@
+"""The LLM gateway: OpenAI's chat completions and Anthropic's Messages API, served to the agents of
+one sweep, each call answered by the sweep's model for the episode its token names.
+
+    async with LLMGateway.serve(unix_socket=path) as gateway:    # loopback TCP, and a socket for containers
+        door = gateway.open(model_handle)                         # a token for this episode
+        door.access.openai_base_url, door.access.api_key          # what an SDK client is given
+        door.close()                                              # the token is refused from now on
+
+Every call goes through the episode's model (agents/strategies/external.py's ModelHandle): the
+sweep's limits, retries, budget, pricing and transcript, as for the built-in strategies. A request
+carries only its episode's token (as `Authorization: Bearer` or `x-api-key`), never a provider's
+key; an unknown token, or one whose episode has ended, is a 401 in the provider's own error form.
+A call still running when its episode ends is cancelled. A model failure (after the sweep's own
+retries, or a spent budget) is answered with `x-should-retry: false`, so that SDKs do not retry it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from agents.gateway import anthropic_wire, openai_wire
+from agents.gateway.calls import Call, Usage, WireError
+from agents.llm.errors import ModelError
+from agents.own import Answer, GatewayAccess
+from agents.strategies.external import EpisodeEnded, ModelHandle
+from foundation.concurrency import TaskOwner
+
+MAX_BODY = 64 << 20  # bytes of one request: an agent's whole conversation
+TOKEN_PREFIX = "icgw-"
+Reader = Callable[[Any], Call]
+
+
+class Door:
+    """One episode's way in: its token, and the model its calls reach."""
+
+    def __init__(self, gateway: LLMGateway, model: ModelHandle) -> None:
+        self.gateway, self.model = gateway, model
+        self.token = TOKEN_PREFIX + secrets.token_urlsafe(24)
+        self.calls = TaskOwner(f"gateway-{model.task.id}")
+        self.running: set[asyncio.Task[Answer]] = set()
+
+    @property
+    def access(self) -> GatewayAccess:
+        return GatewayAccess(f"{self.gateway.url}/v1", self.gateway.url, self.token)
+
+    def close(self) -> None:
+        """Refuse the token from now on, and stop the calls still running."""
+        self.gateway.doors.pop(self.token, None)
+        self.gateway.ended.add(self.token)
+        self.model.closed = True
+        for task in list(self.running):
+            task.cancel()
+
+    async def answer(self, call: Call) -> tuple[Answer, Usage]:
+        before = len(getattr(self.model.model, "calls", []))
+        task = self.calls.start(self.model.complete(call.messages, call.tools), name="call")
+        self.running.add(task)
+        try:
+            answer = await task
+        finally:
+            self.running.discard(task)
+        recorded = getattr(self.model.model, "calls", [])
+        last = recorded[-1] if len(recorded) > before else None
+        return answer, Usage(last.prompt_tokens, last.completion_tokens) if last else Usage()
+
+
+class LLMGateway:
+    def __init__(self) -> None:
+        self.doors: dict[str, Door] = {}
+        self.ended: set[str] = set()
+        self.url = ""
+        self.unix_socket: Path | None = None
+
+    @classmethod
+    @asynccontextmanager
+    async def serve(cls, *, unix_socket: Path | None = None) -> AsyncIterator[LLMGateway]:
+        """The gateway on 127.0.0.1 (an ephemeral port) and, when given, on `unix_socket` too."""
+        gateway = cls()
+        app = web.Application(client_max_size=MAX_BODY)
+        app.router.add_post("/v1/chat/completions", gateway._openai)
+        app.router.add_post("/chat/completions", gateway._openai)
+        app.router.add_post("/v1/messages", gateway._anthropic)
+        app.router.add_get("/v1/models", gateway._models)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await runner.setup()
+        try:
+            site = web.TCPSite(runner, "127.0.0.1", 0)
+            await site.start()
+            host, port = runner.addresses[0][:2]
+            gateway.url = f"http://{host}:{port}"
+            if unix_socket is not None:
+                await web.UnixSite(runner, str(unix_socket)).start()
+                unix_socket.chmod(0o666)  # a container's agent runs as whoever its image says
+                gateway.unix_socket = unix_socket
+            yield gateway
+        finally:
+            for door in list(gateway.doors.values()):
+                door.close()
+            await runner.cleanup()
+
+    def open(self, model: ModelHandle) -> Door:
+        door = Door(self, model)
+        self.doors[door.token] = door
+        return door
+
+    def _door(self, request: web.Request) -> Door:
+        auth = request.headers.get("Authorization", "")
+        token = auth[7:].strip() if auth.lower().startswith("bearer ") else request.headers.get("x-api-key", "").strip()
+        if token in self.doors:
+            return self.doors[token]
+        if token in self.ended:
+            raise WireError(401, "this token's episode has ended")
+        raise WireError(401, "unknown token: use the api_key your episode was given")
+
+    async def _openai(self, request: web.Request) -> web.StreamResponse:
+        return await self._handle(request, openai_wire.read, openai_wire.error, self._openai_answer)
+
+    async def _anthropic(self, request: web.Request) -> web.StreamResponse:
+        return await self._handle(request, anthropic_wire.read, anthropic_wire.error, self._anthropic_answer)
+
+    async def _models(self, request: web.Request) -> web.Response:
+        try:
+            door = self._door(request)
+        except WireError as exc:
+            return web.json_response(openai_wire.error(exc.status, exc.message), status=exc.status)
+        return web.json_response({"object": "list", "data": [{"id": door.model.name, "object": "model", "owned_by": "intercode"}]})
+
+    async def _handle(self, request: web.Request, read: Reader, error: Callable[[int, str], dict[str, Any]],
+                      respond: Callable[[web.Request, Call, Answer, Usage, str], Awaitable[web.StreamResponse]],
+                      ) -> web.StreamResponse:
+        try:
+            door = self._door(request)
+            try:
+                body = await request.json()
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                raise WireError(400, "the body is not JSON") from None
+            call = read(body)
+            answer, usage = await door.answer(call)
+        except WireError as exc:
+            return web.json_response(error(exc.status, exc.message), status=exc.status)
+        except ModelError as exc:
+            status = 402 if exc.kind == "budget" else 503
+            return web.json_response(error(status, str(exc)), status=status, headers={"x-should-retry": "false"})
+        except (EpisodeEnded, asyncio.CancelledError):
+            if asyncio.current_task() is not None and asyncio.current_task().cancelling():  # type: ignore[union-attr]
+                raise  # the server is closing
+            return web.json_response(error(401, "this token's episode has ended"), status=401)
+        return await respond(request, call, answer, usage, door.model.name)
+
+    async def _openai_answer(self, request: web.Request, call: Call, answer: Answer, usage: Usage,
+                             model: str) -> web.StreamResponse:
+        if not call.stream:
+            return web.json_response(openai_wire.completion(answer, model, usage))
+        return await _stream(request, openai_wire.chunks(answer, model, usage, call.stream_usage))
+
+    async def _anthropic_answer(self, request: web.Request, call: Call, answer: Answer, usage: Usage,
+                                model: str) -> web.StreamResponse:
+        if not call.stream:
+            return web.json_response(anthropic_wire.message(answer, model, usage))
+        return await _stream(request, anthropic_wire.events(answer, model, usage))
+
+
+async def _stream(request: web.Request, events: Iterator[bytes]) -> web.StreamResponse:
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+    await response.prepare(request)
+    for event in events:
+        await response.write(event)
+    await response.write_eof()
+    return response
