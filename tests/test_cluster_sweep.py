@@ -307,3 +307,16 @@ def test_a_cluster_sweep_without_ray_installed_is_one_line(tmp_path: Path, data_
     assert result.stderr.strip().splitlines() == [
         "error: the sweep's [cluster] needs Ray, an optional extra: pip install -e '.[ray]'"]
     assert not (tmp_path / "noray" / "results.db").exists()  # refused before any store was opened
+
+
+def test_an_agent_of_yours_runs_on_the_clusters_hosts(cluster: LocalCluster, tmp_path: Path, data_dir: Path) -> None:
+    """The agent runs in the sweep's process, as a built-in strategy does; its steps on the hosts."""
+    agent = tmp_path / "my_agent.py"
+    agent.write_text((Path(__file__).resolve().parent.parent / "examples" / "own-agent" / "my_agent.py").read_text())
+    body = ('[[models]]\nname = "oracle"\n[[tasks]]\ndataset = "starter-bash"\n[[tasks]]\ndataset = "starter-python"\n'
+            '[cluster]\nray = "auto"\nhost_concurrency = 4\n')
+    path = sweep_file(tmp_path, "agents", body, strategies=["my_agent.py:Terse"], max_turns=4, concurrency=8)
+    finish(start_sweep(path, data_dir, "--ray", cluster.address))
+    found = rows(tmp_path / "agents", "SELECT status, host FROM episodes")
+    assert len(found) == 10 and all(status == "solved" for status, _ in found), found
+    assert len({host for _, host in found}) >= 2

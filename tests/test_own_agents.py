@@ -51,7 +51,7 @@ async def run_agent(runtime: Runtime, name: str, base: Path, kind: str = "bash",
 
 @pytest.mark.parametrize(("kind", "index"), [("bash", 0), ("bash", 2), ("python", 0), ("ctf", 0)])
 async def test_the_example_agent_solves_with_the_oracle(local, kind, index):
-    outcome = await run_agent(local, "agent.py:Terse", EXAMPLE, kind, index)
+    outcome = await run_agent(local, "my_agent.py:Terse", EXAMPLE, kind, index)
     assert outcome.status == "solved" and outcome.reward == 1.0
     assert outcome.turns[0].output.startswith("```") and outcome.turns[-1].action.startswith("submit")
 

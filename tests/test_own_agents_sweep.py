@@ -33,13 +33,13 @@ def sweep(tmp_path: Path, strategies: list[str], models: str = '[[models]]\nname
 def test_the_examples_sweep_runs_as_it_is(tmp_path, capsys):
     assert main(["sweep", str(EXAMPLE / "sweep.toml"), "--output", str(tmp_path / "out"), "--quiet"]) == 0
     cells = {(s.model, s.strategy, s.task_set): s for s in summarize_all(load_results(tmp_path / "out").episodes)}
-    mine = {key: cell for key, cell in cells.items() if key[1] == "agent.py:Terse"}
+    mine = {key: cell for key, cell in cells.items() if key[1] == "my_agent.py:Terse"}
     assert len(mine) == 8 and all(cell.failures["agent"] == 0 for cell in mine.values())
     assert all(cell.success_rate == 1.0 for (model, _, _), cell in mine.items() if model == "oracle")
     for (model, _, task_set), cell in mine.items():  # the same model gives both strategies the same tasks
         assert cell.successes == cells[model, "try_again", task_set].successes
     calls = rows(tmp_path / "out", "SELECT c.prompt_tokens, c.latency_s FROM llm_calls c JOIN episodes e ON "
-                                   "e.id = c.episode_id WHERE e.strategy = 'agent.py:Terse'")
+                                   "e.id = c.episode_id WHERE e.strategy = 'my_agent.py:Terse'")
     assert calls and all(tokens > 0 and latency > 0 for tokens, latency in calls)
 
 

@@ -2,7 +2,7 @@
 fenced code block, runs it, and feeds back what it printed (and the reward, where the task's kind
 scores every action) until the model answers `submit`. Run it like a built-in strategy:
 
-    strategies = ["try_again", "agent.py:Terse"]          # sweep.toml, beside this file
+    strategies = ["try_again", "my_agent.py:Terse"]          # sweep.toml, beside this file
 """
 
 from __future__ import annotations
