@@ -147,6 +147,11 @@ class Environment(ABC):
         self.observation = task.query
         return task.query
 
+    def note(self, observation: str) -> None:
+        """What an agent acting from outside the environment (one installed in its container) saw
+        last: the output its answer is judged by, as if its last action had run here."""
+        self.observation = observation
+
     def begin_reset(self, task: Task, *, multi_turn: bool = False) -> asyncio.Future[str]:
         """`reset(task)` in the background, so that an agent's first model call need not wait for
         a container or a connection. `step()` and `score()` wait for it first and raise its error,

@@ -29,7 +29,7 @@ from aiohttp import web
 from agents.gateway import anthropic_wire, openai_wire
 from agents.gateway.calls import Call, Usage, WireError
 from agents.llm.errors import ModelError
-from agents.own import Answer, GatewayAccess
+from agents.own import Answer, GatewayAccess, OutOfTurns
 from agents.strategies.external import EpisodeEnded, ModelHandle
 from foundation.concurrency import TaskOwner
 
@@ -149,6 +149,8 @@ class LLMGateway:
         except ModelError as exc:
             status = 402 if exc.kind == "budget" else 503
             return web.json_response(error(status, str(exc)), status=status, headers={"x-should-retry": "false"})
+        except OutOfTurns as exc:
+            return web.json_response(error(400, str(exc)), status=400, headers={"x-should-retry": "false"})
         except (EpisodeEnded, asyncio.CancelledError):
             if asyncio.current_task() is not None and asyncio.current_task().cancelling():  # type: ignore[union-attr]
                 raise  # the server is closing

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from agents.base import EpisodeOutcome, Message, Model, Turn
@@ -52,14 +52,22 @@ class Door(Protocol):
     def close(self) -> None: ...
 
 
+Rewrite = Callable[[Answer, Sequence[dict[str, Any]] | None], Answer]
+
+
 class ModelHandle:
     """The sweep's model for one episode, as an agent (or an SDK client through the gateway) calls
-    it: each call is the next turn of the model's, its text the pending output of the next step."""
+    it: each call is the next turn of the model's, its text the pending output of the next step.
+    `log` keeps each call's messages and answer (an installed agent's steps are read from it);
+    `rewrite` puts an answer in the agent's own form (an offline model answers in the kind's);
+    past `max_calls`, a call raises OutOfTurns."""
 
-    def __init__(self, model: Model, task: Task) -> None:
+    def __init__(self, model: Model, task: Task, *, rewrite: Rewrite | None = None, max_calls: int | None = None) -> None:
         self.model, self.task, self.calls, self.pending = model, task, 0, ""
+        self.rewrite, self.max_calls = rewrite, max_calls
         self.failure: ModelError | None = None  # the first call that failed: the episode's status
         self.closed = False
+        self.log: list[tuple[list[dict[str, Any]], Answer]] = []
 
     @property
     def name(self) -> str:
@@ -68,6 +76,8 @@ class ModelHandle:
     async def complete(self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None = None) -> Answer:
         if self.closed:
             raise EpisodeEnded(f"the episode of {self.task.id} has ended")
+        if self.max_calls is not None and self.calls >= self.max_calls:
+            raise OutOfTurns(f"the episode's {self.max_calls} turns (model calls) are used up")
         turn, self.calls = self.calls, self.calls + 1
         try:
             if tools:
@@ -79,7 +89,10 @@ class ModelHandle:
         except ModelError as error:
             self.failure = self.failure or error
             raise
+        if self.rewrite is not None:
+            result = self.rewrite(result, tools)
         self.pending = result.text
+        self.log.append((list(messages), result))
         return result
 
 

@@ -24,6 +24,9 @@ class Hardening(BaseModel):
     disk_mb: int | None = Field(4096, ge=64, description="Most the container's writable layer may hold; a write "
                                 "past it fails with ENOSPC inside the container (None: no cap). How it is "
                                 "enforced depends on the engine: foundation/pool/disk.py.")
+    binds: list[str] = Field(default_factory=list, description="Host directories mounted into the container, "
+                             "as the engine writes them (`HOST:CONTAINER:ro`): an installed agent's files and the "
+                             "socket of its LLM gateway, which need no network.")
 
 
 class ImagePoolConfig(BaseModel):

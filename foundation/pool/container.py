@@ -164,6 +164,8 @@ def container_config(image: str, hardening: Hardening, labels: dict[str, str], d
         # wait out their retries, often past the action timeout. Pointing them at an address where
         # nothing listens makes them fail at once, as they would on an offline machine.
         host_config["Dns"] = ["127.0.0.1"]
+    if hardening.binds:
+        host_config["Binds"] = list(hardening.binds)
     storage_opt = disk.storage_opt(hardening.disk_mb) if disk is not None else None
     if storage_opt:
         host_config["StorageOpt"] = storage_opt

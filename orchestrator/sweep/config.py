@@ -94,6 +94,33 @@ class ModelConfig(BaseModel):
         return self
 
 
+class InstalledAgentConfig(BaseModel):
+    """An agent installed in the task's container (`[[agents]]`), named in `strategies`: what to
+    install (fetched on this machine, never from inside a container) and the command to run."""
+
+    model_config = _STRICT
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_-]{0,39}$", description="its strategy name, in `strategies`")
+    pip: list[str] = Field(min_length=1, max_length=50, description="what to install, as pip requirements "
+                           "(downloaded with pip on this machine, installed offline into the agent's own layer)")
+    command: str = Field(min_length=1, description="run by bash in the task's working directory; $INSTRUCTION holds "
+                         "the task, $OPENAI_BASE_URL, $ANTHROPIC_BASE_URL and their API keys reach the sweep's model")
+    env: dict[str, str] = Field(default_factory=dict, description="more variables for the command")
+    tool: str = Field("bash", description="the agent's tool for commands (how offline models call it)")
+    argument: str = Field("command", description="that tool's argument")
+    finish: str = Field("", description="the command by which the agent says it is done (offline models answer it last)")
+    keep: list[str] = Field(default_factory=list, max_length=20, description="files it writes, kept with the episode")
+    timeout: float | None = Field(None, gt=0, le=86_400, description="seconds it may run (default: a Harbor task's "
+                                  "agent timeout, else 600)")
+
+    @field_validator("name")
+    @classmethod
+    def _not_built_in(cls, value: str) -> str:
+        if value in STRATEGIES:
+            raise ValueError(f"{value!r} is a built-in strategy's name: choose another")
+        return value
+
+
 class PoolSettings(BaseModel):
     """One image's containers: `"intercode/bash" = { max_size = 16, disk_mb = 2048 }` (a bare
     number is `max_size`)."""
@@ -158,6 +185,8 @@ class SweepConfig(BaseModel):
     transcripts: bool = Field(True, description="store every message each model call sent, the tools it offered "
                               "and its answer (the viewer's episode page, export --format inspect)")
     cluster: ClusterSettings | None = Field(None, description="run the episodes on a Ray cluster's hosts")
+    agents: list[InstalledAgentConfig] = Field(default_factory=list, max_length=20, description="agents installed in "
+                                               "the task's container, named in `strategies`")
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)  # where the file is: its tasks' paths start there
 
     @property
@@ -167,14 +196,25 @@ class SweepConfig(BaseModel):
 
     @field_validator("strategies")
     @classmethod
-    def _known_strategies(cls, values: list[str]) -> list[str]:
-        for value in values:
-            if value not in STRATEGIES and not is_agent_name(value):
-                raise ValueError(f"unknown strategy {value!r}; allowed: {', '.join(STRATEGIES)}, or an agent of yours "
-                                 "as `path.py:Name` (a class with run(episode, model), or a function)")
+    def _listed_once(cls, values: list[str]) -> list[str]:
         if len(set(values)) != len(values):
             raise ValueError("a strategy is listed twice")
         return values
+
+    @model_validator(mode="after")
+    def _known_strategies_and_agents(self) -> SweepConfig:
+        installed = [agent.name for agent in self.agents]
+        for value in self.strategies:
+            if value not in STRATEGIES and not is_agent_name(value) and value not in installed:
+                raise ValueError(f"strategies: unknown strategy {value!r}; allowed: {', '.join(STRATEGIES)}, an agent of "
+                                 "yours as `path.py:Name` (a class with run(episode, model), or a function), or the "
+                                 "name of an installed agent of [[agents]]")
+        if len(set(installed)) != len(installed):
+            raise ValueError("agents: an agent's name is declared twice")
+        unused = sorted(set(installed) - set(self.strategies))
+        if unused:
+            raise ValueError(f"agents: {unused[0]!r} is declared but not named in `strategies`")
+        return self
 
     @model_validator(mode="after")
     def _unique_names(self) -> SweepConfig:
@@ -187,8 +227,10 @@ class SweepConfig(BaseModel):
     def identity(self, task_digests: list[str | None] | None = None) -> str:
         """Hash of what defines the set of episodes and their results: a directory holds one identity.
         `task_digests`: of the files that define task sets of your own (a changed task is another sweep)."""
-        keep = {"name", "models", "strategies", "tasks", "epochs", "max_turns", "reward_mode"}
+        keep = {"name", "models", "strategies", "tasks", "epochs", "max_turns", "reward_mode", "agents"}
         data = self.model_dump(mode="json", include=keep)
+        if not data["agents"]:  # a sweep without installed agents keeps the identity it had before they existed
+            del data["agents"]
         if any(task_digests or []):
             data["task_digests"] = task_digests
         for model in data["models"]:  # how fast a model is served does not change the episodes

@@ -1,39 +1,86 @@
-"""A sweep's agents of yours (`strategies = ["my_agents.py:CoT"]`): loaded before anything is
-claimed (a file that does not import is one line), then served for the sweep's length: the LLM
-gateway their SDK clients reach, and each registered as the strategy of its name.
+"""A sweep's agents of its user's: those in Python files (`strategies = ["my_agents.py:CoT"]`) and
+those installed in the task's container (`[[agents]]`). Loaded before anything is claimed (a file
+that does not import, a package pip can't fetch: one line), then served for the sweep's length:
+the LLM gateway their model calls reach (on the loopback interface, and on a unix socket in
+`gateway_dir`, which installed agents' containers mount), each registered as the strategy of its name.
 
-    found = load_agents(config)                      # ConfigError names the file
-    async with serving(found) as gateway: ...        # episodes of those strategies run meanwhile
+    brought = bring(config)                                # ConfigError or ImageError names the agent
+    with gateway_folder(brought) as folder:                # the socket's folder (None: no installed agent)
+        async with serving(brought, folder): ...           # episodes of those strategies run meanwhile
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 
 from agents.base import AGENTS, register_agent
 from agents.gateway import LLMGateway
+from agents.gateway import proxy as gateway_proxy
 from agents.own import LoadedAgent, is_agent_name, load_agent
 from agents.strategies.external import ExternalStrategy
-from orchestrator.sweep.config import SweepConfig
+from agents.strategies.installed import InstalledAgent, InstalledStrategy
+from orchestrator.images.specs import ImageSpec
+from orchestrator.sweep.config import InstalledAgentConfig, SweepConfig
+from orchestrator.sweep.installed import agent_layers
+
+SOCKET = "gateway.sock"
 
 
-def load_agents(config: SweepConfig) -> list[LoadedAgent]:
-    """The agents of yours the sweep names, imported (paths from the sweep file's directory)."""
-    return [load_agent(name, config.base_dir) for name in config.strategies if is_agent_name(name)]
+@dataclass(frozen=True)
+class Brought:
+    files: list[LoadedAgent]  # agents of yours in Python files
+    installed: list[InstalledAgentConfig]  # agents installed in the task's container
+    layers: dict[str, ImageSpec]  # each installed agent's layer
+
+    @property
+    def digests(self) -> list[str]:
+        """Of the agents' files: a changed agent is another sweep, as a changed task is."""
+        return [agent.digest for agent in self.files]
+
+
+def bring(config: SweepConfig) -> Brought:
+    """The sweep's agents of yours, imported, and its installed agents' layers, their packages fetched."""
+    files = [load_agent(name, config.base_dir) for name in config.strategies if is_agent_name(name)]
+    return Brought(files, list(config.agents), agent_layers(config))
+
+
+@contextmanager
+def gateway_folder(brought: Brought) -> Iterator[Path | None]:
+    """A folder of this run's for the gateway's socket and the proxy beside it (mounted into the
+    containers of installed agents); removed at the end."""
+    if not brought.installed:
+        yield None
+        return
+    folder = Path(tempfile.mkdtemp(prefix="icgw-"))
+    try:
+        folder.chmod(0o755)
+        shutil.copyfile(str(gateway_proxy.__file__), folder / "proxy.py")
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @asynccontextmanager
-async def serving(agents: list[LoadedAgent]) -> AsyncIterator[LLMGateway | None]:
+async def serving(brought: Brought, folder: Path | None) -> AsyncIterator[LLMGateway | None]:
     """The gateway (when there are agents of yours) and their strategies, registered while it serves."""
-    if not agents:
+    if not brought.files and not brought.installed:
         yield None
         return
-    async with LLMGateway.serve() as gateway:
-        for agent in agents:
-            register_agent(ExternalStrategy(agent, gateway))
+    async with LLMGateway.serve(unix_socket=folder / SOCKET if folder is not None else None) as gateway:
+        names = []
+        for agent in brought.files:
+            names.append(register_agent(ExternalStrategy(agent, gateway)).name)
+        for declared in brought.installed:
+            installed = InstalledAgent(declared.name, declared.command, dict(declared.env), declared.tool,
+                                       declared.argument, declared.finish, tuple(declared.keep), declared.timeout)
+            names.append(register_agent(InstalledStrategy(installed, gateway)).name)
         try:
             yield gateway
         finally:
-            for agent in agents:
-                AGENTS.pop(agent.name, None)
+            for name in names:
+                AGENTS.pop(name, None)

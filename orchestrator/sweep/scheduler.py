@@ -39,14 +39,14 @@ from orchestrator.images.ensure import ensure_each
 from orchestrator.store import EpisodeRecord, Store
 from orchestrator.store.store import config_json
 from orchestrator.sweep.config import PoolSettings, SweepConfig
-from orchestrator.sweep.own_agents import load_agents, serving
+from orchestrator.sweep.installed import image_tags, placed
+from orchestrator.sweep.own_agents import Brought, bring, gateway_folder, serving
 from orchestrator.sweep.sweep_models import SweepModels, check_models
 from orchestrator.sweep.plan import Dispatcher, PlannedEpisode, plan
 from orchestrator.sweep.progress import SweepProgress
 from orchestrator.site import Site
 from orchestrator.sweep.runner import EpisodeRunner, LocalSite
 from orchestrator.tasksets import TaskSet, pool_configs, resolve
-from agents.own import LoadedAgent
 from tasks import Task
 
 log = structlog.get_logger(__name__)
@@ -69,10 +69,10 @@ async def run_sweep(config: SweepConfig, sweep_hash: str, *, progress: SweepProg
         require_ray("the sweep's [cluster]")
     resolved = await asyncio.to_thread(_load_task_sets, config, data_dir)
     await asyncio.to_thread(check_models, config, data_dir)
-    agents = await asyncio.to_thread(load_agents, config)
+    brought = await asyncio.to_thread(bring, config)
     task_sets = {label: found.tasks for label, found in resolved.items()}
     episodes = await _planned(config, task_sets)
-    identity = config.identity([found.digest for found in resolved.values()] + [agent.digest for agent in agents])
+    identity = config.identity([*(found.digest for found in resolved.values()), *brought.digests])
     async with Store.open(config.output, sweep=config.name, identity=identity) as store:
         done = await store.finished_keys()
         todo = [e for e in episodes if e.key not in done]
@@ -82,7 +82,7 @@ async def run_sweep(config: SweepConfig, sweep_hash: str, *, progress: SweepProg
         log.info("sweep_start", sweep=config.name, run=run_id, planned=len(episodes), skipped=len(episodes) - len(todo))
         status = "failed"
         try:
-            left = await _run(config, todo, resolved, store, run_id, progress, data_dir, agents) if todo else 0
+            left = await _run(config, todo, resolved, store, run_id, progress, data_dir, brought) if todo else 0
             status = "finished" if left == 0 else "stopped"
         except (asyncio.CancelledError, EngineUnavailable):  # a resume finishes it
             status = "interrupted"
@@ -140,36 +140,54 @@ def _load_task_sets(config: SweepConfig, data_dir: Path | None) -> dict[str, Tas
 
 
 async def _run(config: SweepConfig, todo: list[PlannedEpisode], task_sets: dict[str, TaskSet], store: Store,
-               run_id: int, progress: SweepProgress, data_dir: Path | None, agents: list[LoadedAgent]) -> int:
+               run_id: int, progress: SweepProgress, data_dir: Path | None, brought: Brought) -> int:
     """Run `todo`; returns how many episodes were left unstarted (a spent budget stops new ones)."""
+    with gateway_folder(brought) as folder:
+        todo, images, pools = await _placed(config, todo, task_sets, data_dir, brought, folder)
+        all_tasks = [t for task_set in task_sets.values() for t in task_set.tasks]
+        spent = await store.spent_before(run_id)  # the budget holds for the sweep, across its resumes
+        async with SweepModels.open(config, all_tasks, data_dir, spent) as models, serving(brought, folder):
+            return await _run_placed(config, todo, images, pools, models, store, run_id, progress, data_dir)
+
+
+async def _placed(config: SweepConfig, todo: list[PlannedEpisode], task_sets: dict[str, TaskSet],
+                  data_dir: Path | None, brought: Brought, folder: Path | None,
+                  ) -> tuple[list[PlannedEpisode], list[str], dict[str, ImagePoolConfig]]:
+    """The images built (a task's that fails costs its own episodes, stored as task errors), the
+    installed agents' episodes moved to the images that mount them, and each image's pool."""
     # "": a kind that needs no container; a task unavailable here has no image to build
     images = sorted({e.task.image for e in todo if e.task.image and "unavailable" not in e.task.meta})
-    failed = await ensure_each(images, data_dir)
-    if failed:  # a Dockerfile that fails costs its own tasks' episodes, stored as task errors
-        todo = _without_images(todo, failed)
-        images = [image for image in images if image not in failed]
+    failed = await ensure_each(images + image_tags(brought.layers), data_dir)
+    if failed:
+        todo = _without_images(todo, {image: error for image, error in failed.items() if image in images})
     needs = {image: found for task_set in task_sets.values() for image, found in task_set.hardening.items()}
-    pools = _pool_configs(config, images, needs)
-    all_tasks = [t for task_set in task_sets.values() for t in task_set.tasks]
-    spent = await store.spent_before(run_id)  # the budget holds for the sweep, across its resumes
-    async with SweepModels.open(config, all_tasks, data_dir, spent) as models, serving(agents):
-        if config.cluster is not None:
-            return await _run_on_cluster(config, todo, images, pools, models, store, run_id, progress, data_dir)
-        async with Runtime.open(data_dir=data_dir, reward_mode=config.reward_mode, images=pools,
-                                run_id=run_label(run_id), gold_dir=cache_dir() / "gold",
-                                engine_wait=config.engine_wait, engine_timeout=config.engine_timeout) as runtime:
-            progress.attach(models.client, runtime)
-            # The shared database servers start in the background: an episode's reset joins the start,
-            # and its first model call runs meanwhile (see agents.strategies.common.ask). A failed
-            # start is met, and reported, by the episodes that need the server.
-            async with TaskOwner("services") as services:  # done long ago, unless the sweep stopped at once
-                for image in _services(todo):
-                    services.spawn(sql_server(runtime, image), name=image)
-                await _warm(runtime, todo, config.concurrency)
-                progress.warmed()
-                capacity = lambda image: None if not image or is_service(image) else runtime.pool.capacity(image)  # noqa: E731
-                with _steady_gc():
-                    return await _episodes(config, todo, LocalSite(runtime), capacity, models, store, run_id, progress)
+    if folder is not None:
+        todo, needs = await placed(todo, brought.installed, brought.layers, failed, folder, needs)
+    images = sorted({e.task.image for e in todo if e.task.image and "unavailable" not in e.task.meta})
+    return todo, images, _pool_configs(config, images, needs)
+
+
+async def _run_placed(config: SweepConfig, todo: list[PlannedEpisode], images: list[str],
+                      pools: dict[str, ImagePoolConfig], models: SweepModels, store: Store, run_id: int,
+                      progress: SweepProgress, data_dir: Path | None) -> int:
+    """The episodes, on this machine's engine or a cluster's hosts."""
+    if config.cluster is not None:
+        return await _run_on_cluster(config, todo, images, pools, models, store, run_id, progress, data_dir)
+    async with Runtime.open(data_dir=data_dir, reward_mode=config.reward_mode, images=pools,
+                            run_id=run_label(run_id), gold_dir=cache_dir() / "gold",
+                            engine_wait=config.engine_wait, engine_timeout=config.engine_timeout) as runtime:
+        progress.attach(models.client, runtime)
+        # The shared database servers start in the background: an episode's reset joins the start,
+        # and its first model call runs meanwhile (see agents.strategies.common.ask). A failed
+        # start is met, and reported, by the episodes that need the server.
+        async with TaskOwner("services") as services:  # done long ago, unless the sweep stopped at once
+            for image in _services(todo):
+                services.spawn(sql_server(runtime, image), name=image)
+            await _warm(runtime, todo, config.concurrency)
+            progress.warmed()
+            capacity = lambda image: None if not image or is_service(image) else runtime.pool.capacity(image)  # noqa: E731
+            with _steady_gc():
+                return await _episodes(config, todo, LocalSite(runtime), capacity, models, store, run_id, progress)
 
 
 async def _run_on_cluster(config: SweepConfig, todo: list[PlannedEpisode], images: list[str],

@@ -1,0 +1,230 @@
+"""An agent installed in the task's container (a CLI agent: mini-swe-agent, Claude Code, Codex CLI)
+run as a strategy: its command runs in the container with the task's instruction, its model calls
+reach the sweep's model through the LLM gateway, and when it exits (or its time is up) the task
+is scored as usual.
+
+The container keeps no network. The gateway's unix socket is mounted into it (with this module's
+proxy script beside it, /run/intercode-gateway); the proxy, on the driver's own runtime, listens on
+the container's loopback and passes each connection to the socket, so the agent's SDK reaches
+http://127.0.0.1:PORT. The agent is given this episode's token as its API key, never a provider's.
+
+Its model calls are its turns: each call's answer, with the tool calls in it, and what the agent
+sent back for them (the next call's tool results) are the episode's turns; the last output it saw
+is the answer a kind that judges the output reads (the Bash reward). Then its run is one turn (the
+command, its exit status and the tail of its output, and the files the declaration keeps), then
+`submit`. An offline model (the oracle, the local simulated one) answers in the kind's terms; its
+answers are put in the agent's (its tool, and its command for being done).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agents.base import EpisodeOutcome, Model, ToolCall, Turn
+from agents.own import Answer
+from agents.strategies.common import failed
+from agents.strategies.external import Doors, ModelHandle
+from environments.base import TaskUnavailable
+from environments.kind import kind_spec
+
+if TYPE_CHECKING:
+    from environments.base import EpisodeEnvironment
+    from foundation.sandbox import Sandbox
+    from tasks import Task
+
+AGENTS_DIR = "/usr/lib/intercode/agents"  # each installed agent's files, mounted read-only at AGENTS_DIR/NAME
+GATEWAY_DIR = "/run/intercode-gateway"  # the gateway's socket and the proxy script, mounted
+RUNTIME_PYTHON = "/usr/lib/intercode/runtime/bin/python3"
+SHELL = "/usr/lib/intercode/bash"
+SCRATCH = "/root/.intercode-agent"  # its home and output: restored by the reset, left out of the Bash reward's diff
+FLOOD = 8 << 20  # bytes an agent may print before it is stopped
+TAIL = 4000  # characters of its output kept with the episode
+KEPT = 64 << 10  # characters of each file it names that are kept
+DEFAULT_TIME = 600.0  # seconds an agent may run when neither the task nor the declaration says
+END = re.compile(r"\[intercode: exit (-?\d+), (\d+) bytes\]\s*$")
+FENCED_SUBMIT = re.compile(r"```[\w+-]*\n\s*submit\s*\n```")
+
+
+@dataclass(frozen=True)
+class InstalledAgent:
+    """An agent installed in the task's container, as a sweep file declares it ([[agents]])."""
+
+    name: str
+    command: str  # run by bash in the task's working directory; $INSTRUCTION holds the task
+    env: Mapping[str, str] = field(default_factory=dict)
+    tool: str = "bash"  # the agent's tool for commands, and its argument: how offline models call it
+    argument: str = "command"
+    finish: str = ""  # the command by which it says it is done (what offline models answer last)
+    keep: tuple[str, ...] = ()  # files it writes, kept with the episode
+    timeout: float | None = None  # seconds it may run (else a Harbor task's agent timeout, else 600)
+
+    @property
+    def home(self) -> str:
+        return f"{AGENTS_DIR}/{self.name}"
+
+
+@dataclass(frozen=True)
+class AgentRun:
+    """What the agent's command did: its exit status, its output's tail and size, its kept files."""
+
+    exit_code: int
+    tail: str
+    size: int
+    timed_out: bool
+    files: dict[str, str]
+
+    def problem(self) -> str:
+        """Why its work can't be scored ("" when it can)."""
+        if self.size > FLOOD:
+            return f"the agent printed more than {FLOOD >> 20} MB and was stopped"
+        if self.exit_code in (126, 127) and not self.timed_out:
+            return f"the agent's command could not start (exit {self.exit_code}): {_last_line(self.tail)}"
+        return ""
+
+
+class InstalledStrategy:
+    """The Strategy protocol over an agent installed in the container; `doors`: the gateway."""
+
+    def __init__(self, agent: InstalledAgent, doors: Doors) -> None:
+        self.agent, self.doors, self.name = agent, doors, agent.name
+
+    async def run(self, env: EpisodeEnvironment, task: Task, model: Model, *, max_turns: int) -> EpisodeOutcome:
+        outcome = EpisodeOutcome(task.id)
+        await env.reset(task, multi_turn=True)
+        sandbox, workdir = _container(env)
+        handle = ModelHandle(model, task, rewrite=self._own_terms, max_calls=max_turns)
+        door = self.doors.open(handle)
+        try:
+            run = await self._launch(sandbox, workdir, task, door.access.api_key, max_turns)
+        finally:
+            door.close()
+        outcome.turns += steps(handle.log)
+        outcome.turns.append(Turn(run.tail, self.agent.command, f"exit status {run.exit_code}"
+                                  + (" (its time was up)" if run.timed_out else ""), 0.0, True,
+                                  {"exit_status": run.exit_code, "timed_out": run.timed_out, **run.files}))
+        if handle.failure is not None:
+            return failed(outcome, handle.failure)
+        if problem := run.problem():
+            outcome.status, outcome.error = "agent_error", f"{self.name}: {problem}"
+            return outcome
+        seen = [t.observation for t in outcome.turns[:-1] if t.executed]
+        if seen and hasattr(env, "note"):
+            env.note(seen[-1])
+        step = await env.step("submit")
+        outcome.turns.append(Turn("", "submit", step.observation, step.reward, True, env.breakdown()))
+        outcome.status = "solved" if step.reward == 1.0 else "submitted"
+        return outcome
+
+    async def _launch(self, sandbox: Sandbox, workdir: str, task: Task, token: str, max_turns: int) -> AgentRun:
+        agent = self.agent
+        timeout = agent.timeout or float(task.meta.get("agent_timeout") or DEFAULT_TIME)
+        env = {"INSTRUCTION": task.query, "MAX_TURNS": str(max_turns), "OPENAI_API_KEY": token,
+               "ANTHROPIC_API_KEY": token, "HOME": f"{SCRATCH}/home", "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+               **agent.env}
+        script = (f"mkdir -p {SCRATCH}/home && port=$({RUNTIME_PYTHON} -I {GATEWAY_DIR}/proxy.py "
+                  f"{GATEWAY_DIR}/gateway.sock) || exit 125\n"
+                  f"export OPENAI_BASE_URL=http://127.0.0.1:$port/v1 OPENAI_API_BASE=http://127.0.0.1:$port/v1 "
+                  f"ANTHROPIC_BASE_URL=http://127.0.0.1:$port PATH={agent.home}/bin:$PATH\n"
+                  f"cd {shlex.quote(workdir)} && ( {agent.command}\n) < /dev/null 2>&1 | head -c {FLOOD + 1} "
+                  f"> {SCRATCH}/output.txt; status=${{PIPESTATUS[0]}}\n"
+                  f"tail -c {TAIL} {SCRATCH}/output.txt; echo; echo \"[intercode: exit $status, "
+                  f"$(wc -c < {SCRATCH}/output.txt) bytes]\"; exit $status")
+        result = await sandbox.exec([SHELL, "-c", script], cwd=workdir, timeout=timeout, env=env, cap=2 * TAIL + 200)
+        found = END.search(result.output)
+        tail = result.output[: found.start()] if found else result.output
+        size = int(found.group(2)) if found else 0
+        return AgentRun(result.exit_code, tail.rstrip("\n")[-TAIL:], size, result.timed_out,
+                        await _kept(sandbox, agent.keep))
+
+    def _own_terms(self, answer: Answer, tools: Sequence[dict[str, Any]] | None) -> Answer:
+        """An answer that calls tools the agent did not offer (an offline model answers in the
+        kind's: its tool, `submit`) in the agent's own: its tool, and its command for being done."""
+        if not tools:
+            return Answer(FENCED_SUBMIT.sub(f"```bash\n{self.agent.finish}\n```", answer.text), answer.tool_calls) \
+                if self.agent.finish else answer
+        offered = {str((t.get("function") or {}).get("name")) for t in tools}
+        if all(call.name in offered for call in answer.tool_calls):
+            return answer
+        # One call an answer, as an agent's model would make it: each action's output is then sent
+        # back with the next call, where its steps are read.
+        call = answer.tool_calls[0]
+        command = self.agent.finish if call.name == "submit" else _first_text(call.arguments)
+        return Answer(answer.text, (ToolCall(call.id, self.agent.tool, json.dumps({self.agent.argument: command})),))
+
+
+def steps(log: list[tuple[list[dict[str, Any]], Answer]]) -> list[Turn]:
+    """An installed agent's turns, read from its model calls: each call it made of its tool, and
+    what it sent back for it in the next call (its output); an answer without calls, with the next
+    message the agent sent."""
+    turns: list[Turn] = []
+    for number, (_, answer) in enumerate(log):
+        later = log[number + 1][0] if number + 1 < len(log) else []
+        results = {str(m.get("tool_call_id")): _content(m) for m in later if m.get("role") == "tool"}
+        for call in answer.tool_calls:
+            action = _first_text(call.arguments) or call.arguments
+            output = f"{answer.text}\n{call.name}({call.arguments})".strip()
+            turns.append(Turn(output, action, results.get(call.id, ""), 0.0, call.id in results))
+        if not answer.tool_calls:
+            replies = [_content(m) for m in later[-1:] if m.get("role") == "user"]
+            turns.append(Turn(answer.text, None, replies[0] if replies else "", 0.0, bool(replies)))
+    return turns
+
+
+def _container(env: EpisodeEnvironment) -> tuple[Sandbox, str]:
+    sandbox = getattr(env, "sandbox", None)
+    if sandbox is None or not supports(env.kind):
+        raise TaskUnavailable(f"an installed agent can't run a {env.kind} task here: it acts in a container's shell, "
+                              "on this machine, and is scored by the container's state or its last output (Bash, "
+                              "Harbor, your shell environments)")
+    return sandbox, str(getattr(env, "workdir", "/"))
+
+
+def supports(kind: str) -> bool:
+    """Whether an installed agent can run tasks of `kind`: a shell in a container, `submit` bare."""
+    spec = kind_spec(kind)
+    return spec.tool_argument == "command" and not spec.submit_parameter
+
+
+async def _kept(sandbox: Sandbox, paths: tuple[str, ...]) -> dict[str, str]:
+    found = {}
+    for path in paths:
+        result = await sandbox.exec(["cat", path], cwd="/", timeout=30.0, cap=KEPT)
+        if result.exit_code == 0:
+            found[path] = result.output
+    return found
+
+
+def _first_text(arguments: str) -> str:
+    try:
+        parsed = json.loads(arguments) if arguments.strip() else {}
+    except json.JSONDecodeError:
+        return ""
+    values = parsed.values() if isinstance(parsed, dict) else []
+    return next((value for value in values if isinstance(value, str)), "")
+
+
+def _content(message: dict[str, Any]) -> str:
+    """A message's text; for a command's result that an agent sends as a JSON object with an
+    `output` (mini-swe-agent's), that output, as the command printed it."""
+    content = message.get("content")
+    if isinstance(content, list):
+        content = "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    text = str(content or "")
+    if text.lstrip().startswith("{"):
+        try:
+            parsed = json.loads(text)
+        except json.JSONDecodeError:
+            return text
+        if isinstance(parsed, dict) and isinstance(parsed.get("output"), str):
+            return str(parsed["output"])
+    return text
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][:200] if lines else "(no output)"

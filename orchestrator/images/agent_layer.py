@@ -1,0 +1,126 @@
+"""An installed agent's own layer: what `[[agents]] pip = [...]` names, fetched on this machine (pip
+download: containers here reach Debian's mirror but neither PyPI nor npm), then installed offline
+into a virtual environment of the driver's runtime at /usr/lib/intercode/agents/NAME, in an image
+of its own, built once and cached by a content hash like ours. Its files are then copied out to a
+folder of this machine's cache, which the pool mounts read-only into the containers of the tasks
+the agent runs, beside the runtime itself: no task image is rebuilt for an agent.
+
+    spec = agent_spec("mini", ["mini-swe-agent==2.4.6"])      # ImageError: the download failed
+    folders = await extract(docker, spec, ...)                # what the pool mounts
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import aiodocker
+
+from foundation.engine import engine_deadline
+from foundation.errors import ImageError
+from foundation.settings import cache_dir
+from orchestrator.images.specs import RUNTIME, ImageSpec, get
+
+AGENTS_DIR = "/usr/lib/intercode/agents"
+RUNTIME_DIR = "/usr/lib/intercode/runtime"
+DOWNLOAD_TIMEOUT = 900.0  # seconds pip may take to fetch an agent and what it needs
+PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "linux_x86_64")
+CONSTRAINTS = "litellm!=1.107.0\n"  # a compromised release, never installed anywhere
+DOCKERFILE = """\
+# An installed agent's layer (orchestrator/images/agent_layer.py): its packages, fetched on the host,
+# installed offline into a virtual environment of the driver's runtime.
+ARG RUNTIME
+FROM ${{RUNTIME}} AS runtime
+FROM debian:bookworm-slim AS install
+COPY --from=runtime {runtime} {runtime}
+COPY wheels /tmp/wheels
+RUN {runtime}/bin/python3 -m venv --without-pip {home} \\
+ && {home}/bin/python3 /tmp/wheels/{pip}/pip install --quiet --no-index --no-compile --find-links /tmp/wheels \\
+        -c /tmp/wheels/constraints.txt {requirements}
+
+FROM scratch
+COPY --from=install {home} {home}
+"""
+
+
+def agent_spec(name: str, requirements: list[str]) -> ImageSpec:
+    """The image spec of agent `name`'s layer, its wheels fetched first (once: they are cached by
+    what is asked for). ImageError in one line when pip can't fetch them."""
+    key = hashlib.sha256("\n".join([name, *requirements, CONSTRAINTS]).encode()).hexdigest()[:12]
+    context = cache_dir() / "agents" / f"{name}-{key}"
+    if not (context / ".complete").exists():
+        _fetch(name, requirements, context)
+    return ImageSpec(f"agent-{name}-{key}", "Dockerfile", context_dir=context, stages=(RUNTIME,),
+                     buildargs={"RUNTIME": get(RUNTIME).tag}, timeout=DOWNLOAD_TIMEOUT)
+
+
+def _fetch(name: str, requirements: list[str], context: Path) -> None:
+    shutil.rmtree(context, ignore_errors=True)
+    wheels = context / "wheels"
+    wheels.mkdir(parents=True)
+    (wheels / "constraints.txt").write_text(CONSTRAINTS)
+    argv = [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--dest", str(wheels),
+            "--only-binary=:all:", "--python-version", "3.11", *(f"--platform={p}" for p in PLATFORMS),
+            "-c", str(wheels / "constraints.txt"), "pip", *requirements]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=DOWNLOAD_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise ImageError(f"agent {name!r}: pip took longer than {DOWNLOAD_TIMEOUT:g} s to download "
+                         f"{' '.join(requirements)}") from None
+    if done.returncode != 0:
+        lines = [line for line in done.stderr.splitlines() if line.startswith("ERROR") or "error" in line.lower()]
+        raise ImageError(f"agent {name!r}: pip could not download {' '.join(requirements)}: "
+                         f"{(lines or done.stderr.strip().splitlines() or ['(no output)'])[-1][:300]}: fix its `pip`")
+    pip = next((p.name for p in wheels.glob("pip-*.whl")), None)
+    if pip is None:
+        raise ImageError(f"agent {name!r}: pip's own wheel was not downloaded")
+    quoted = " ".join(f"'{r}'" for r in requirements)
+    (context / "Dockerfile").write_text(DOCKERFILE.format(runtime=RUNTIME_DIR, home=f"{AGENTS_DIR}/{name}", pip=pip,
+                                                          requirements=quoted))
+    (context / ".complete").write_text("")
+
+
+async def extract(docker: aiodocker.Docker, image: str, path: str, into: Path) -> Path:
+    """The folder `path` of `image` copied to `into/<image id>` on this machine (once per image id,
+    kept: its files are mounted read-only into containers). The copy's path."""
+    inspected = await _inspect(docker, image)
+    target = into / str(inspected["Id"]).removeprefix("sha256:")[:16]
+    if (target / ".complete").exists():
+        return target / Path(path).name
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    async with engine_deadline(f"create a container of {image}"):
+        container = await docker.containers.create({"Image": image, "Cmd": ["none"]})
+    try:
+        async with engine_deadline(f"copy {path} out of {image}", timeout=600.0):
+            archive = await container.get_archive(path)
+        await asyncio.to_thread(_unpack, archive, target)
+    finally:
+        async with engine_deadline(f"remove the container of {image}"):
+            await container.delete(force=True)
+    (target / ".complete").write_text("")
+    return target / Path(path).name
+
+
+def _unpack(archive: tarfile.TarFile, target: Path) -> None:
+    with archive:
+        archive.extractall(target)  # our own image's files: links stay links (the venv's python is the runtime's)
+
+
+async def _inspect(docker: aiodocker.Docker, image: str) -> dict[str, object]:
+    try:
+        async with engine_deadline(f"inspect image {image}"):
+            found: dict[str, object] = await docker.images.inspect(image)
+            return found
+    except aiodocker.DockerError as exc:
+        raise ImageError(f"image {image} is missing: {exc.message}") from exc
+
+
+def host_folders() -> Path:
+    return cache_dir() / "agents" / "extracted"
+
