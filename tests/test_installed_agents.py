@@ -1,0 +1,111 @@
+"""Agents installed in the task's container ([[agents]]), run as a user runs them: mini-swe-agent
+(PyPI, fetched on this machine) on the starter Bash tasks and a Harbor folder against the local
+scripted server, each of its calls stored with tokens and latency; its containers without a network
+and with no key; and one line, nothing lost, for what goes wrong: a package pip can't fetch, an
+agent that exits non-zero, floods its output, can't start, or runs out of time."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from foundation.settings import PROJECT_ROOT
+from orchestrator.cli import main
+from tests.stores import rows
+
+pytestmark = pytest.mark.docker
+EXAMPLE = PROJECT_ROOT / "examples" / "installed-agent" / "sweep.toml"
+HELLO = PROJECT_ROOT / "tests" / "fixtures" / "harbor" / "hello-file"
+LOCAL = '[[models]]\nname = "openai/sim"\nlocal = { latency = 0.01, solve_rate = 1.0, seed = 5 }\n'
+
+
+def probe(tmp_path: Path, command: str, *, timeout: float | None = None, pip: str = '["six==1.16.0"]',
+          tasks: str = '[[tasks]]\ndataset = "starter-bash"\nlimit = 2\n', keep: str = "[]") -> Path:
+    """A sweep of one small installed agent (`probe`) whose command is `command`."""
+    path = tmp_path / "sweep.toml"
+    extra = f"timeout = {timeout}\n" if timeout else ""
+    path.write_text(f'name = "probe"\noutput = "{tmp_path / "out"}"\nstrategies = ["probe"]\nmax_turns = 4\n'
+                    f'[[agents]]\nname = "probe"\npip = {pip}\ncommand = {json.dumps(command)}\nkeep = {keep}\n{extra}'
+                    f'{LOCAL}\n{tasks}')
+    return path
+
+
+@pytest.mark.slow
+def test_mini_swe_agent_runs_on_starter_bash_and_a_harbor_folder_with_the_local_model(tmp_path, capsys):
+    text = EXAMPLE.read_text().replace('output = "runs/installed-agent"', f'output = "{tmp_path / "out"}"')
+    text = text.replace('strategies = ["tools", "mini-swe-agent"]', 'strategies = ["mini-swe-agent"]')
+    text = text.split("[[models]]")[0] + LOCAL + f'[[tasks]]\ndataset = "starter-bash"\n[[tasks]]\nharbor = "{HELLO}"\n'
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text(text)
+    assert main(["sweep", str(sweep), "--quiet"]) == 0
+    out = tmp_path / "out"
+    found = rows(out, "SELECT task_id, status, reward, id FROM episodes")
+    assert {task: status for task, status, _, _ in found} == {
+        **{f"starter-bash/{n}": "solved" for n in range(5)}, "hello-file/hello-file": "solved"}
+    calls = rows(out, "SELECT episode_id, prompt_tokens, completion_tokens, latency_s FROM llm_calls")
+    assert {episode for episode, *_ in calls} == {episode for *_, episode in found}
+    assert all(prompt > 0 and completion > 0 and latency > 0 for _, prompt, completion, latency in calls)
+    assert rows(out, "SELECT count(*) FROM transcripts")[0][0] == 6
+    kept = rows(out, "SELECT t.breakdown FROM turns t WHERE t.action LIKE 'mini %'")
+    assert kept and all('"exit_status": 0' in b and "trajectory.json" in b for b, in kept)
+
+
+def test_the_container_has_no_network_and_no_key(tmp_path, capsys):
+    command = ('sleep 4; ls /sys/class/net > "$HOME/net.txt"; env > "$HOME/env.txt"; '
+               'grep -rlD skip --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev sk-local-offline / > "$HOME/keys.txt" 2>/dev/null; '
+               'curl -s "$OPENAI_BASE_URL/models" -H "Authorization: Bearer $OPENAI_API_KEY" > "$HOME/models.txt" '
+               '|| python3 -c "import urllib.request,os; print(urllib.request.urlopen(urllib.request.Request('
+               'os.environ[\'OPENAI_BASE_URL\'] + \'/models\', headers={\'Authorization\': \'Bearer \' + '
+               'os.environ[\'OPENAI_API_KEY\']})).read().decode())" > "$HOME/models.txt"; exit 0')
+    keep = json.dumps([f"/root/.intercode-agent/home/{name}.txt" for name in ("net", "env", "keys", "models")])
+    sweep = probe(tmp_path, command, keep=keep, tasks='[[tasks]]\ndataset = "starter-bash"\nlimit = 1\n')
+    process = subprocess.Popen([sys.executable, "-m", "orchestrator", "sweep", str(sweep), "--quiet"], cwd=PROJECT_ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    modes: set[str] = set()
+    deadline = time.monotonic() + 240
+    while process.poll() is None and time.monotonic() < deadline:
+        ids = subprocess.run(["docker", "ps", "-q", "--filter", "ancestor=intercode/starter-with-probe"],
+                             capture_output=True, text=True).stdout.split()
+        for container in ids:
+            inspected = subprocess.run(["docker", "inspect", "--format", "{{.HostConfig.NetworkMode}}", container],
+                                       capture_output=True, text=True).stdout.strip()
+            modes |= {inspected} if inspected else set()  # gone since: nothing to say
+        time.sleep(0.5)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    assert modes == {"none"}, modes
+    breakdown = json.loads(rows(tmp_path / "out", "SELECT breakdown FROM turns WHERE action LIKE 'sleep 4%'")[0][0])
+    files = {Path(k).stem: v for k, v in breakdown.items() if k.startswith("/")}
+    assert files["net"].split() == ["lo"]
+    assert "sk-local-offline" not in files["env"] and "OPENAI_API_KEY=icgw-" in files["env"]
+    assert files["keys"].strip() == ""  # no file of the container holds the model's key
+    assert "sim" in files["models"]  # the gateway answered through the socket: the container's one way out
+
+
+@pytest.mark.parametrize(("command", "status", "words"), [
+    ("echo partial work; exit 3", "submitted", "exit status 3"),
+    ("yes intercode", "agent_error", "probe: the agent printed more than 8 MB and was stopped"),
+    ("no-such-agent-command --run", "agent_error", "probe: the agent's command could not start (exit 127)"),
+    ("sleep 30", "submitted", "(its time was up)"),
+])
+def test_what_an_installed_agent_does_wrong_costs_its_episode(tmp_path, capsys, command, status, words):
+    sweep = probe(tmp_path, command, timeout=3.0, tasks='[[tasks]]\ndataset = "starter-bash"\nlimit = 1\n')
+    assert main(["sweep", str(sweep), "--quiet"]) == 0
+    [(found, error, attempts)] = rows(tmp_path / "out", "SELECT status, error, attempts FROM episodes")
+    assert found == status and attempts == 1
+    observations = [o for o, in rows(tmp_path / "out", "SELECT observation FROM turns")]
+    assert words in (error or "") or any(words in o for o in observations), (error, observations)
+
+
+def test_a_package_pip_cant_fetch_is_one_line_before_anything_is_claimed(tmp_path, capsys):
+    sweep = probe(tmp_path, "true", pip='["no-such-package-for-intercode==1.0"]')
+    assert main(["sweep", str(sweep), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: agent 'probe': pip could not download "
+                                               "no-such-package-for-intercode==1.0")
+    assert not (tmp_path / "out" / "results.db").exists()
