@@ -66,6 +66,10 @@ bench-revisions BEFORE *ARGS: engine
 bench-harbor *ARGS: engine
     {{python}} -m benchmarks.bench_harbor {{ARGS}}
 
+# Agents: the gateway's overhead per call against a direct call of the same model; episodes/s of mini-swe-agent installed against the tools strategy, same tasks and model
+bench-agents *ARGS: (images "starter" "driver-runtime")
+    {{python}} -m benchmarks.bench_agents {{ARGS}}
+
 # Tasks check from cold: four small Harbor tasks written afresh, their images built and checked, then checked warm; --before COMMIT runs that commit's side by side (ABBA), --runtime-cold counts the driver runtime's build
 bench-tasks-check *ARGS: engine
     {{python}} -m benchmarks.bench_tasks_check {{ARGS}}
