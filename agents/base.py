@@ -38,7 +38,8 @@ EpisodeStatus = Literal["submitted", "max_turns", "solved", "model_error", "budg
 # The form a strategy reads an action from: a fenced code block (the project's variants), the
 # paper's parsers ("paper"), a ReAct `Thought N: ... / Action N: execute[...]` answer ("react"),
 # or a numbered plan whose steps are the actions ("plan": the paper's Plan & Solve asks for one).
-AnswerStyle = Literal["fenced", "paper", "react", "plan"]
+# "terminus": one JSON object of keystrokes (agents/strategies/terminus.py).
+AnswerStyle = Literal["fenced", "paper", "react", "plan", "terminus"]
 
 
 class Model(Protocol):
@@ -115,6 +116,7 @@ STRATEGIES: dict[str, tuple[str, dict[str, Any]]] = {
     "react_fenced": ("agents.strategies.react:ReAct", {"rules": "fenced"}),
     "plan_solve_fenced": ("agents.strategies.plan_solve:PlanSolve", {"rules": "fenced"}),
     "tools": ("agents.strategies.tools:Tools", {}),
+    "terminus": ("agents.strategies.terminus:Terminus", {}),
 }
 PAPER_STRATEGIES = ("single", "try_again", "react", "plan_solve", "plan_solve_refine")
 

@@ -38,6 +38,11 @@ def answer_as(task: Task, action: str, style: AnswerStyle = "fenced", turn: int 
     if style == "react":
         line = action.strip() if action.strip().split(maxsplit=1)[:1] == ["submit"] else f"execute[{action}]"
         return f"Thought {turn + 1}: I know what to do.\nAction {turn + 1}: {line}"
+    if style == "terminus":  # keystrokes; `submit` is the task marked complete (and confirmed)
+        done = action.strip().split(maxsplit=1)[:1] == ["submit"]
+        commands = [] if done else [{"keystrokes": f"{action}\n", "duration": 600.0}]  # the wait ends once idle
+        return json.dumps({"analysis": "I know what to do.", "plan": "Done." if done else "Type the command.",
+                           "commands": commands, "task_complete": done})
     if style == "plan":
         return f"1. Run {' '.join(action.split())}"
     if style == "paper" and not kind_spec(task.env).paper_fenced:

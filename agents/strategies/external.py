@@ -91,7 +91,8 @@ class ModelHandle:
             raise
         if self.rewrite is not None:
             result = self.rewrite(result, tools)
-        self.pending = result.text
+        # the turn's output, as the tools strategy records it: the text, then a line per call
+        self.pending = "\n".join([result.text, *(f"{c.name}({c.arguments})" for c in result.tool_calls)]).strip()
         self.log.append((list(messages), result))
         return result
 
@@ -123,8 +124,8 @@ class EpisodeHandle:
             raise EpisodeEnded(f"the episode of {self.task.id} has ended")
         if self.env.done:
             raise EpisodeEnded(f"the episode of {self.task.id} has ended: it was submitted")
-        if len(self.outcome.turns) >= self._max_turns:
-            raise OutOfTurns(f"the episode's {self._max_turns} turns are used up")
+        if len(self.outcome.turns) >= self._max_turns and action.split(maxsplit=1)[:1] != ["submit"]:
+            raise OutOfTurns(f"the episode's {self._max_turns} turns are used up")  # its last word, `submit`, is not
         reward, observation, executed = await self.env.harness_step(action)
         self.outcome.turns.append(Turn(self.model.pending, action, observation, reward, executed, self.env.breakdown()))
         self.model.pending = ""

@@ -96,7 +96,7 @@ class InstalledStrategy:
     async def run(self, env: EpisodeEnvironment, task: Task, model: Model, *, max_turns: int) -> EpisodeOutcome:
         outcome = EpisodeOutcome(task.id)
         await env.reset(task, multi_turn=True)
-        sandbox, workdir = _container(env)
+        sandbox, workdir = shell_container(env, "an installed agent")
         handle = ModelHandle(model, task, rewrite=self._own_terms, max_calls=max_turns)
         door = self.doors.open(handle)
         try:
@@ -175,12 +175,14 @@ def steps(log: list[tuple[list[dict[str, Any]], Answer]]) -> list[Turn]:
     return turns
 
 
-def _container(env: EpisodeEnvironment) -> tuple[Sandbox, str]:
+def shell_container(env: EpisodeEnvironment, who: str) -> tuple[Sandbox, str]:
+    """The episode's container and working directory, for `who` (an agent acting in it directly);
+    TaskUnavailable for a kind it can't run."""
     sandbox = getattr(env, "sandbox", None)
     if sandbox is None or not supports(env.kind):
-        raise TaskUnavailable(f"an installed agent can't run a {env.kind} task here: it acts in a container's shell, "
-                              "on this machine, and is scored by the container's state or its last output (Bash, "
-                              "Harbor, your shell environments)")
+        raise TaskUnavailable(f"{who} can't run a {env.kind} task here: it acts in a container's shell, on this "
+                              "machine, and is scored by the container's state or its last output (Bash, Harbor, "
+                              "your shell environments)")
     return sandbox, str(getattr(env, "workdir", "/"))
 
 

@@ -39,7 +39,7 @@ from orchestrator.images.ensure import ensure_each
 from orchestrator.store import EpisodeRecord, Store
 from orchestrator.store.store import config_json
 from orchestrator.sweep.config import PoolSettings, SweepConfig
-from orchestrator.sweep.installed import image_tags, placed
+from orchestrator.sweep.installed import mounted_images, placed
 from orchestrator.sweep.own_agents import Brought, bring, gateway_folder, serving
 from orchestrator.sweep.sweep_models import SweepModels, check_models
 from orchestrator.sweep.plan import Dispatcher, PlannedEpisode, plan
@@ -157,12 +157,11 @@ async def _placed(config: SweepConfig, todo: list[PlannedEpisode], task_sets: di
     installed agents' episodes moved to the images that mount them, and each image's pool."""
     # "": a kind that needs no container; a task unavailable here has no image to build
     images = sorted({e.task.image for e in todo if e.task.image and "unavailable" not in e.task.meta})
-    failed = await ensure_each(images + image_tags(brought.layers), data_dir)
+    failed = await ensure_each(images + mounted_images(config.strategies, brought.layers), data_dir)
     if failed:
         todo = _without_images(todo, {image: error for image, error in failed.items() if image in images})
     needs = {image: found for task_set in task_sets.values() for image, found in task_set.hardening.items()}
-    if folder is not None:
-        todo, needs = await placed(todo, brought.installed, brought.layers, failed, folder, needs)
+    todo, needs = await placed(todo, brought.installed, brought.layers, failed, folder, needs)
     images = sorted({e.task.image for e in todo if e.task.image and "unavailable" not in e.task.meta})
     return todo, images, _pool_configs(config, images, needs)
 

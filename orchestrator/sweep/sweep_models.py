@@ -210,11 +210,11 @@ def _api_key(model: ModelConfig) -> SecretStr | None:
 
 
 def local_key(task: Task, style: AnswerStyle, turn: int) -> str:
-    """What the offline server's answer is keyed by: the task, the form, and for ReAct the turn
-    (its answers are numbered, and it acts first and submits after)."""
+    """What the offline server's answer is keyed by: the task, the form, and for ReAct and terminus
+    the turn (they act first and submit after)."""
     if style == "fenced":
         return task.id
-    return f"{task.id}|{style}" + (f"|{turn}" if style == "react" else "")
+    return f"{task.id}|{style}" + (f"|{turn}" if style in ("react", "terminus") else "")
 
 
 def local_tools_key(task: Task, turn: int) -> str:
@@ -246,8 +246,9 @@ def _server_config(local: LocalServer, tasks: list[Task], max_turns: int) -> Ser
             answers[local_key(task, "paper", 0)] = answer_as(task, actions[0], "paper")
             answers[local_key(task, "plan", 0)] = answer_as(task, actions[0], "plan")
             for turn in range(max_turns):
-                answers[local_key(task, "react", turn)] = answer_as(task, actions[min(turn, len(actions) - 1)],
-                                                                    "react", turn)
+                for style in ("react", "terminus"):
+                    answers[local_key(task, style, turn)] = answer_as(task, actions[min(turn, len(actions) - 1)],
+                                                                      style, turn)
     return ServerConfig(latency=local.latency, rpm=local.rpm, answers=answers, tool_answers=tool_answers,
                         default_answer=local.default_answer)
 
