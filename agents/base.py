@@ -12,7 +12,8 @@ protocols, as the original's scripts ran them (docs/fidelity.md). The project's 
 which take actions from fenced code blocks, have names of their own: `single_fenced`,
 `try_again_fenced`, `react_fenced`, `plan_solve_fenced`. Each pair is one strategy loop with the
 paper's rules or ours as its `rules` option (agents/strategies/rules.py). And `tools`, which
-acts through native function calling: its models are `ToolModel`s, which answer with tool calls.
+acts through native function calling: its models are `ToolModel`s, which answer with tool calls;
+and `terminus`, which types keystrokes into a terminal (Harbor's Terminus-2 protocol).
 """
 
 from __future__ import annotations
