@@ -67,7 +67,7 @@ class HangingProxy:
         try:
             engine_in, engine_out = await asyncio.open_unix_connection(str(self.upstream))
         except OSError:
-            client_out.close()
+            await _closed(client_out)
             return
         try:
             async with asyncio.TaskGroup() as group:
@@ -76,8 +76,7 @@ class HangingProxy:
         except* (ConnectionError, OSError):
             pass  # one side went away: the other is closed below
         finally:
-            for writer in (engine_out, client_out):
-                writer.close()
+            await _closed(engine_out, client_out)
 
     async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, hold: bool) -> None:
         while data := await reader.read(CHUNK):
@@ -96,3 +95,13 @@ class HangingProxy:
         if delay > 0:
             self.held += 1
             await asyncio.sleep(delay)
+
+
+async def _closed(*writers: asyncio.StreamWriter) -> None:
+    """Close each connection and wait until its transport is gone (else the loop may close first,
+    and the transport is reported unclosed when it is collected)."""
+    for writer in writers:
+        writer.close()
+    for writer in writers:
+        with contextlib.suppress(Exception, asyncio.CancelledError):
+            await asyncio.wait_for(writer.wait_closed(), 5.0)

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from agents.models import answer_as
-from agents.strategies.terminus import MAX_WAIT, Keys, read_answer
+from agents.strategies.terminus import MAX_WAIT, Keys, command_output, read_answer
 from foundation.settings import PROJECT_ROOT
 from orchestrator.cli import main
 from tasks import load_tasks
@@ -41,6 +41,12 @@ def test_an_answer_is_read_as_keystrokes_with_waits(text, keys, complete):
 def test_an_answer_that_cant_be_read_says_why(text, words):
     with pytest.raises(ValueError, match=words):
         read_answer(text)
+
+
+def test_the_last_commands_output_is_read_off_the_screen():
+    screen = "root@intercode:/# grep -c ERROR /starter/logs/app.log\n2\nroot@intercode:/# "
+    assert command_output("grep -c ERROR /starter/logs/app.log\n", screen) == "2\n"
+    assert command_output("", "no prompt here") == "no prompt here\n"
 
 
 def test_the_oracle_answers_in_the_protocol():

@@ -108,9 +108,16 @@ class Terminal:
                 if line:
                     await self._tmux("send-keys", "-t", SESSION, "-l", line)
         deadline = time.monotonic() + keys.duration
-        await asyncio.sleep(min(POLL, keys.duration))
-        while time.monotonic() < deadline and not await self.idle():
+        last = None  # the screen at the last look that found the shell idle
+        while time.monotonic() < deadline:
             await asyncio.sleep(min(POLL, max(deadline - time.monotonic(), 0)))
+            if not await self.idle():
+                last = None
+                continue
+            screen = await self._tmux("capture-pane", "-p", "-t", SESSION)
+            if screen == last:  # idle, and nothing more is being echoed (a long line is typed slowly)
+                return
+            last = screen
 
     async def idle(self) -> bool:
         current = await self._tmux("display-message", "-p", "-t", SESSION, "#{pane_current_command}")
@@ -170,13 +177,28 @@ class Terminus:
 
 
 async def _submit(env: EpisodeEnvironment, outcome: EpisodeOutcome, ran_out: bool) -> EpisodeOutcome:
-    seen = [t.observation for t in outcome.turns if t.executed]
+    seen = [(t.action or "", t.observation) for t in outcome.turns if t.executed]
     if seen and hasattr(env, "note"):
-        env.note(seen[-1])
+        env.note(command_output(*seen[-1]))
     step = await env.step("submit")
     outcome.turns.append(Turn("", "submit", step.observation, step.reward, True, env.breakdown()))
     outcome.status = "solved" if step.reward == 1.0 else ("max_turns" if ran_out else "submitted")
     return outcome
+
+
+PROMPT = re.compile(r"[$#>%] ?$")
+
+
+def command_output(keystrokes: str, screen: str) -> str:
+    """What the last command printed, out of the terminal's new text: without the line that echoed
+    it (the prompt and the command) and the prompt after it (the answer a kind judges by output)."""
+    lines = screen.splitlines()
+    typed = keystrokes.strip().splitlines()
+    if lines and typed and lines[0].rstrip().endswith(typed[0].strip()[-40:]):
+        lines = lines[len(typed):]
+    if lines and PROMPT.search(lines[-1]):
+        lines = lines[:-1]
+    return "\n".join(lines) + ("\n" if lines else "")
 
 
 def _limited(text: str) -> str:

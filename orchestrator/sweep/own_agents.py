@@ -26,7 +26,7 @@ from agents.strategies.external import ExternalStrategy
 from agents.strategies.installed import InstalledAgent, InstalledStrategy
 from orchestrator.images.specs import ImageSpec
 from orchestrator.sweep.config import InstalledAgentConfig, SweepConfig
-from orchestrator.sweep.installed import agent_layers
+from orchestrator.sweep.mounting import agent_layers
 
 SOCKET = "gateway.sock"
 

@@ -39,7 +39,7 @@ from orchestrator.images.ensure import ensure_each
 from orchestrator.store import EpisodeRecord, Store
 from orchestrator.store.store import config_json
 from orchestrator.sweep.config import PoolSettings, SweepConfig
-from orchestrator.sweep.installed import mounted_images, placed
+from orchestrator.sweep.mounting import mounted_images, placed
 from orchestrator.sweep.own_agents import Brought, bring, gateway_folder, serving
 from orchestrator.sweep.sweep_models import SweepModels, check_models
 from orchestrator.sweep.plan import Dispatcher, PlannedEpisode, plan
