@@ -147,9 +147,11 @@ class Environment(ABC):
         self.observation = task.query
         return task.query
 
-    def note(self, observation: str) -> None:
-        """What an agent acting from outside the environment (one installed in its container) saw
-        last: the output its answer is judged by, as if its last action had run here."""
+    def note(self, action: str, observation: str) -> None:
+        """An action an agent ran itself, in the container (one installed there, the terminus
+        harness), and what it printed: kept as if it had run here, so that a kind that judges the
+        last output (the Bash reward, a reward of yours) or the trajectory (Harbor's) sees it."""
+        self.history.append((action, observation))
         self.observation = observation
 
     def begin_reset(self, task: Task, *, multi_turn: bool = False) -> asyncio.Future[str]:

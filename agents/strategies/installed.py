@@ -112,9 +112,10 @@ class InstalledStrategy:
         if problem := run.problem():
             outcome.status, outcome.error = "agent_error", f"{self.name}: {problem}"
             return outcome
-        seen = [t.observation for t in outcome.turns[:-1] if t.executed]
-        if seen and hasattr(env, "note"):
-            env.note(seen[-1])
+        if hasattr(env, "note"):
+            for turn in outcome.turns[:-1]:
+                if turn.executed and turn.action:
+                    env.note(turn.action, turn.observation)
         step = await env.step("submit")
         outcome.turns.append(Turn("", "submit", step.observation, step.reward, True, env.breakdown()))
         outcome.status = "solved" if step.reward == 1.0 else "submitted"

@@ -42,6 +42,7 @@ POLL = 0.05  # seconds between looks at whether the shell is idle
 OUTPUT_LIMIT = 10_000  # characters of new output in an observation: its start and its end
 KEY = re.compile(r"^(?:[CMS]-\S|Enter|Escape|Tab|BSpace|Space|Up|Down|Left|Right|Home|End|PageUp|PageDown|DC|IC)$")
 TIMEOUT = 30.0  # seconds one tmux command through the driver may take
+START_WAIT = 10.0  # seconds the shell may take to print its first prompt
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,7 @@ class Terminal:
         command = f"cd {shlex.quote(workdir)} 2>/dev/null; exec {SHELL} -i"
         await self._tmux("-f", f"{folder}/tmux.conf", "new-session", "-d", "-s", SESSION, "-x", str(WIDTH), "-y",
                          str(HEIGHT), command, env={**variables, "TERM": "xterm"})
+        await self.settle(START_WAIT)  # its first prompt, before anything is typed
 
     async def type(self, keys: Keys) -> None:
         """Type `keys`, then wait its duration, or less once the shell is idle again."""
@@ -107,7 +109,12 @@ class Terminal:
                     await self._tmux("send-keys", "-t", SESSION, "Enter")
                 if line:
                     await self._tmux("send-keys", "-t", SESSION, "-l", line)
-        deadline = time.monotonic() + keys.duration
+        await self.settle(keys.duration)
+
+    async def settle(self, seconds: float) -> None:
+        """Wait `seconds`, or less: until the shell is idle and the screen stopped changing (a long
+        line is echoed slowly; a starting shell prints its prompt late)."""
+        deadline = time.monotonic() + seconds
         last = None  # the screen at the last look that found the shell idle
         while time.monotonic() < deadline:
             await asyncio.sleep(min(POLL, max(deadline - time.monotonic(), 0)))
@@ -115,7 +122,7 @@ class Terminal:
                 last = None
                 continue
             screen = await self._tmux("capture-pane", "-p", "-t", SESSION)
-            if screen == last:  # idle, and nothing more is being echoed (a long line is typed slowly)
+            if screen == last and screen.strip():
                 return
             last = screen
 
@@ -177,9 +184,10 @@ class Terminus:
 
 
 async def _submit(env: EpisodeEnvironment, outcome: EpisodeOutcome, ran_out: bool) -> EpisodeOutcome:
-    seen = [(t.action or "", t.observation) for t in outcome.turns if t.executed]
-    if seen and hasattr(env, "note"):
-        env.note(command_output(*seen[-1]))
+    if hasattr(env, "note"):
+        for turn in outcome.turns:
+            if turn.executed and turn.action:
+                env.note(turn.action.strip(), command_output(turn.action, turn.observation))
     step = await env.step("submit")
     outcome.turns.append(Turn("", "submit", step.observation, step.reward, True, env.breakdown()))
     outcome.status = "solved" if step.reward == 1.0 else ("max_turns" if ran_out else "submitted")
@@ -194,8 +202,9 @@ def command_output(keystrokes: str, screen: str) -> str:
     it (the prompt and the command) and the prompt after it (the answer a kind judges by output)."""
     lines = screen.splitlines()
     typed = keystrokes.strip().splitlines()
-    if lines and typed and lines[0].rstrip().endswith(typed[0].strip()[-40:]):
-        lines = lines[len(typed):]
+    if typed:
+        echoed = [n for n, line in enumerate(lines) if line.rstrip().endswith(typed[-1].strip()[-40:])]
+        lines = lines[echoed[-1] + 1:] if echoed else lines
     if lines and PROMPT.search(lines[-1]):
         lines = lines[:-1]
     return "\n".join(lines) + ("\n" if lines else "")
