@@ -25,3 +25,12 @@ def test_without_an_e_line_the_steps_last_line_is_the_cause():
     watcher.feed({"stream": "make: *** No rule to make target 'all'.  Stop."})  # no newline before the end
     error = watcher.failure("The command '/bin/sh -c make' returned a non-zero code: 2")
     assert str(error).endswith("the command exited with 2 (make: *** No rule to make target 'all'. Stop.)")
+
+
+def test_an_error_line_after_an_unended_progress_line_is_found():
+    watcher = _Watcher("task-src", lambda line: None)
+    watcher.feed({"stream": "Step 2/3 : RUN apt-get install -y nope\n"})
+    watcher.feed({"stream": "Building dependency tree..."})
+    watcher.feed({"stream": "E: Unable to locate package nope\n"})
+    error = watcher.failure("The command '/bin/sh -c apt-get install -y nope' returned a non-zero code: 100")
+    assert str(error).endswith("the command exited with 100 (E: Unable to locate package nope)")

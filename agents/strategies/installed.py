@@ -130,7 +130,8 @@ class InstalledStrategy:
         script = (f"mkdir -p {SCRATCH}/home && port=$({RUNTIME_PYTHON} -I {GATEWAY_DIR}/proxy.py "
                   f"{GATEWAY_DIR}/gateway.sock) || exit 125\n"
                   f"export OPENAI_BASE_URL=http://127.0.0.1:$port/v1 OPENAI_API_BASE=http://127.0.0.1:$port/v1 "
-                  f"ANTHROPIC_BASE_URL=http://127.0.0.1:$port PATH={agent.home}/bin:$PATH\n"
+                  f"ANTHROPIC_BASE_URL=http://127.0.0.1:$port "
+                  f"PATH={agent.home}/bin:{agent.home}/npm/node_modules/.bin:{agent.home}/node/bin:$PATH\n"
                   f"cd {shlex.quote(workdir)} && ( {agent.command}\n) < /dev/null 2>&1 | head -c {FLOOD + 1} "
                   f"> {SCRATCH}/output.txt; status=${{PIPESTATUS[0]}}\n"
                   f"tail -c {TAIL} {SCRATCH}/output.txt; echo; echo \"[intercode: exit $status, "
@@ -154,6 +155,8 @@ class InstalledStrategy:
         # One call an answer, as an agent's model would make it: each action's output is then sent
         # back with the next call, where its steps are read.
         call = answer.tool_calls[0]
+        if call.name == "submit" and not self.agent.finish:  # done: an answer without a call
+            return Answer(answer.text or "Done.")
         command = self.agent.finish if call.name == "submit" else _first_text(call.arguments)
         return Answer(answer.text, (ToolCall(call.id, self.agent.tool, json.dumps({self.agent.argument: command})),))
 

@@ -1,12 +1,15 @@
-"""An installed agent's own layer: what `[[agents]] pip = [...]` names, fetched on this machine (pip
-download: containers here reach Debian's mirror but neither PyPI nor npm), then installed offline
-into a virtual environment of the driver's runtime at /usr/lib/intercode/agents/NAME, in an image
-of its own, built once and cached by a content hash like ours. Its files are then copied out to a
-folder of this machine's cache, which the pool mounts read-only into the containers of the tasks
-the agent runs, beside the runtime itself: no task image is rebuilt for an agent.
+"""An installed agent's own layer: what `[[agents]] pip = [...]` and `npm = [...]` name, fetched on
+this machine (containers here reach Debian's mirror but neither PyPI nor npm): pip's wheels
+installed offline into a virtual environment of the driver's runtime, npm's packages installed on
+this machine (`npm install --ignore-scripts`) and copied in beside Debian's Node.js, which is
+brought with its libraries and loader as the runtime's binaries are; all under
+/usr/lib/intercode/agents/NAME, in an image of its own, built once and cached by a content hash like
+ours. Its files are then copied out to a folder of this machine's cache, which the pool mounts
+read-only into the containers of the tasks the agent runs, beside the runtime itself: no task image
+is rebuilt for an agent.
 
-    spec = agent_spec("mini", ["mini-swe-agent==2.4.6"])      # ImageError: the download failed
-    folders = await extract(docker, spec, ...)                # what the pool mounts
+    spec = agent_spec("mini", ["mini-swe-agent==2.4.6"], [])   # ImageError: the download failed
+    folder = await extract(docker, spec.tag, ...)               # what the pool mounts
 """
 
 from __future__ import annotations
@@ -31,58 +34,98 @@ RUNTIME_DIR = "/usr/lib/intercode/runtime"
 DOWNLOAD_TIMEOUT = 900.0  # seconds pip may take to fetch an agent and what it needs
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "linux_x86_64")
 CONSTRAINTS = "litellm!=1.107.0\n"  # a compromised release, never installed anywhere
-DOCKERFILE = """\
+HEAD = """\
 # An installed agent's layer (orchestrator/images/agent_layer.py): its packages, fetched on the host,
-# installed offline into a virtual environment of the driver's runtime.
+# installed offline.
 ARG RUNTIME
 FROM ${{RUNTIME}} AS runtime
 FROM debian:bookworm-slim AS install
 COPY --from=runtime {runtime} {runtime}
+RUN mkdir -p {home}
+"""
+PIP = """\
 COPY wheels /tmp/wheels
 RUN {runtime}/bin/python3 -m venv --without-pip {home} \\
  && {home}/bin/python3 /tmp/wheels/{pip}/pip install --quiet --no-index --no-compile --find-links /tmp/wheels \\
-        -c /tmp/wheels/constraints.txt {requirements}
-
+        -c /tmp/wheels/constraints.txt {requirements} \\
+ && rm -rf /tmp/wheels
+"""
+# Debian's Node.js, with every library it loads and its own loader, as the runtime's binaries are.
+NODE = """\
+RUN apt-get update && apt-get install -y --no-install-recommends nodejs patchelf && rm -rf /var/lib/apt/lists/* \\
+ && mkdir -p {home}/node/bin {home}/node/lib && cp /usr/bin/node {home}/node/bin/node \\
+ && ldd /usr/bin/node | awk '/=> \\// {{ print $3 }} $1 ~ /ld-linux/ {{ print $1 }}' | sort -u \\
+    | while read -r library; do cp -L "$library" {home}/node/lib/; done \\
+ && patchelf --set-interpreter {home}/node/lib/$(basename $(patchelf --print-interpreter /usr/bin/node)) \\
+        --force-rpath --set-rpath {home}/node/lib {home}/node/bin/node \\
+ && {home}/node/bin/node --version
+COPY npm {home}/npm
+"""
+TAIL = """
 FROM scratch
 COPY --from=install {home} {home}
 """
 
 
-def agent_spec(name: str, requirements: list[str]) -> ImageSpec:
-    """The image spec of agent `name`'s layer, its wheels fetched first (once: they are cached by
-    what is asked for). ImageError in one line when pip can't fetch them."""
-    key = hashlib.sha256("\n".join([name, *requirements, CONSTRAINTS]).encode()).hexdigest()[:12]
+def agent_spec(name: str, pip: list[str], npm: list[str]) -> ImageSpec:
+    """The image spec of agent `name`'s layer, its packages fetched first (once: they are cached
+    by what is asked for). ImageError in one line when pip or npm can't fetch them."""
+    key = hashlib.sha256("\n".join([name, *pip, "--npm--", *npm, CONSTRAINTS]).encode()).hexdigest()[:12]
     context = cache_dir() / "agents" / f"{name}-{key}"
     if not (context / ".complete").exists():
-        _fetch(name, requirements, context)
+        shutil.rmtree(context, ignore_errors=True)
+        context.mkdir(parents=True)
+        home = f"{AGENTS_DIR}/{name}"
+        dockerfile = HEAD.format(runtime=RUNTIME_DIR, home=home)
+        if pip:
+            wheel = _fetch_pip(name, pip, context / "wheels")
+            dockerfile += PIP.format(runtime=RUNTIME_DIR, home=home, pip=wheel,
+                                     requirements=" ".join(f"'{r}'" for r in pip))
+        if npm:
+            _fetch_npm(name, npm, context / "npm")
+            dockerfile += NODE.format(home=home)
+        (context / "Dockerfile").write_text(dockerfile + TAIL.format(home=home))
+        (context / ".complete").write_text("")
     return ImageSpec(f"agent-{name}-{key}", "Dockerfile", context_dir=context, stages=(RUNTIME,),
                      buildargs={"RUNTIME": get(RUNTIME).tag}, timeout=DOWNLOAD_TIMEOUT)
 
 
-def _fetch(name: str, requirements: list[str], context: Path) -> None:
-    shutil.rmtree(context, ignore_errors=True)
-    wheels = context / "wheels"
+def _fetch_pip(name: str, requirements: list[str], wheels: Path) -> str:
+    """pip's wheels of `requirements` (and pip's own) in `wheels`; the name of pip's wheel."""
     wheels.mkdir(parents=True)
     (wheels / "constraints.txt").write_text(CONSTRAINTS)
-    argv = [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--dest", str(wheels),
-            "--only-binary=:all:", "--python-version", "3.11", *(f"--platform={p}" for p in PLATFORMS),
-            "-c", str(wheels / "constraints.txt"), "pip", *requirements]
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=DOWNLOAD_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        raise ImageError(f"agent {name!r}: pip took longer than {DOWNLOAD_TIMEOUT:g} s to download "
-                         f"{' '.join(requirements)}") from None
-    if done.returncode != 0:
-        lines = [line for line in done.stderr.splitlines() if line.startswith("ERROR") or "error" in line.lower()]
-        raise ImageError(f"agent {name!r}: pip could not download {' '.join(requirements)}: "
-                         f"{(lines or done.stderr.strip().splitlines() or ['(no output)'])[-1][:300]}: fix its `pip`")
+    _run(name, "pip", [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--dest",
+                       str(wheels), "--only-binary=:all:", "--python-version", "3.11",
+                       *(f"--platform={p}" for p in PLATFORMS), "-c", str(wheels / "constraints.txt"), "pip",
+                       *requirements], requirements)
     pip = next((p.name for p in wheels.glob("pip-*.whl")), None)
     if pip is None:
         raise ImageError(f"agent {name!r}: pip's own wheel was not downloaded")
-    quoted = " ".join(f"'{r}'" for r in requirements)
-    (context / "Dockerfile").write_text(DOCKERFILE.format(runtime=RUNTIME_DIR, home=f"{AGENTS_DIR}/{name}", pip=pip,
-                                                          requirements=quoted))
-    (context / ".complete").write_text("")
+    return pip
+
+
+def _fetch_npm(name: str, packages: list[str], folder: Path) -> None:
+    """`packages` installed into `folder` on this machine, without their install scripts (they would
+    fetch more, and run on this machine)."""
+    npm = shutil.which("npm")
+    if npm is None:
+        raise ImageError(f"agent {name!r}: npm packages are installed with npm on this machine, which has none: "
+                         "install Node.js and npm")
+    folder.mkdir(parents=True)
+    _run(name, "npm", [npm, "install", "--prefix", str(folder), "--no-audit", "--no-fund", "--ignore-scripts",
+                       "--omit=optional", "--loglevel=error", *packages], packages)
+
+
+def _run(name: str, tool: str, argv: list[str], asked: list[str]) -> None:
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=DOWNLOAD_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise ImageError(f"agent {name!r}: {tool} took longer than {DOWNLOAD_TIMEOUT:g} s to fetch "
+                         f"{' '.join(asked)}") from None
+    if done.returncode != 0:
+        lines = [line for line in done.stderr.splitlines() if "ERR" in line or "error" in line.lower()]
+        last = (lines or done.stderr.strip().splitlines() or ["(no output)"])[-1][:300]
+        raise ImageError(f"agent {name!r}: {tool} could not download {' '.join(asked)}: {last}: fix its `{tool}`")
 
 
 async def extract(docker: aiodocker.Docker, image: str, path: str, into: Path) -> Path:

@@ -22,6 +22,7 @@ from foundation.errors import EngineUnavailable, ImageError
 TAIL_LINES = 15  # output lines shown when a step fails
 BUILD_TIMEOUT = 3600.0  # seconds a build may take unless its spec says (the SQL image's load takes minutes)
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # the engine colours a step's stderr
+APT_ERROR = re.compile(r"(?<![\w])E: ")
 BOOKKEEPING = re.compile(r"^ ---> |^Removing intermediate container |^Successfully (built|tagged) ")
 
 
@@ -131,7 +132,8 @@ class _Watcher:
     def _cause(self) -> str:
         """The step's own last word on why: apt's `E:` line, else its last line of output."""
         lines = [text for text in self.tail if text.strip()]
-        errors = [text for text in lines if text.startswith("E: ")]
+        # apt's error can follow a progress line it had not ended ("Building dependency tree...E: ...")
+        errors = [text[found.start():] for text in lines if (found := APT_ERROR.search(text))]
         if errors:
             return f" ({_shorten(errors[-1], 200)})"
         return f" ({_shorten(lines[-1], 200)})" if lines else ""

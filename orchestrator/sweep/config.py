@@ -101,14 +101,17 @@ class InstalledAgentConfig(BaseModel):
     model_config = _STRICT
 
     name: str = Field(pattern=r"^[a-z][a-z0-9_-]{0,39}$", description="its strategy name, in `strategies`")
-    pip: list[str] = Field(min_length=1, max_length=50, description="what to install, as pip requirements "
+    pip: list[str] = Field(default_factory=list, max_length=50, description="what to install, as pip requirements "
                            "(downloaded with pip on this machine, installed offline into the agent's own layer)")
+    npm: list[str] = Field(default_factory=list, max_length=50, description="what to install, as npm packages "
+                           "(installed with npm on this machine, run with Debian's Node.js in the agent's layer)")
     command: str = Field(min_length=1, description="run by bash in the task's working directory; $INSTRUCTION holds "
                          "the task, $OPENAI_BASE_URL, $ANTHROPIC_BASE_URL and their API keys reach the sweep's model")
     env: dict[str, str] = Field(default_factory=dict, description="more variables for the command")
     tool: str = Field("bash", description="the agent's tool for commands (how offline models call it)")
     argument: str = Field("command", description="that tool's argument")
-    finish: str = Field("", description="the command by which the agent says it is done (offline models answer it last)")
+    finish: str = Field("", description="the command by which the agent says it is done (offline models answer it "
+                        "last); empty: it is done when its model answers without a tool call")
     keep: list[str] = Field(default_factory=list, max_length=20, description="files it writes, kept with the episode")
     timeout: float | None = Field(None, gt=0, le=86_400, description="seconds it may run (default: a Harbor task's "
                                   "agent timeout, else 600)")
@@ -119,6 +122,12 @@ class InstalledAgentConfig(BaseModel):
         if value in STRATEGIES:
             raise ValueError(f"{value!r} is a built-in strategy's name: choose another")
         return value
+
+    @model_validator(mode="after")
+    def _something_to_install(self) -> InstalledAgentConfig:
+        if not self.pip and not self.npm:
+            raise ValueError("give what to install: `pip` (PyPI packages) or `npm` (npm packages)")
+        return self
 
 
 class PoolSettings(BaseModel):

@@ -40,7 +40,7 @@ def agent_layers(config: SweepConfig) -> dict[str, ImageSpec]:
     if config.agents and config.cluster is not None:
         raise ConfigError(f"installed agents ({', '.join(a.name for a in config.agents)}) run on this machine only: "
                           "their gateway is this process's; remove [cluster] (or --ray), or the agents")
-    return {agent.name: register(agent_spec(agent.name, agent.pip)) for agent in config.agents}
+    return {agent.name: register(agent_spec(agent.name, agent.pip, agent.npm)) for agent in config.agents}
 
 
 def mounted_images(strategies: list[str], layers: dict[str, ImageSpec]) -> list[str]:
