@@ -109,3 +109,31 @@ def test_a_package_pip_cant_fetch_is_one_line_before_anything_is_claimed(tmp_pat
     assert len(err) == 1 and err[0].startswith("error: agent 'probe': pip could not download "
                                                "no-such-package-for-intercode==1.0")
     assert not (tmp_path / "out" / "results.db").exists()
+
+
+CLAUDE_CODE = '''
+[[agents]]
+name = "claude-code"
+npm = ["@anthropic-ai/claude-code@1.0.100"]
+command = 'claude -p "$INSTRUCTION" --allowedTools Bash --max-turns "$MAX_TURNS" --model claude-sonnet-4-5'
+env = { CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1", DISABLE_AUTOUPDATER = "1", DISABLE_TELEMETRY = "1" }
+tool = "Bash"
+argument = "command"
+'''
+
+
+@pytest.mark.slow
+def test_claude_code_from_npm_runs_with_the_local_anthropic_model(tmp_path, capsys):
+    """An npm CLI agent: Node.js and the package fetched on this machine, its calls through the
+    gateway's Messages API (streaming), its side calls (a title, a summary) among them."""
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text(f'name = "claude"\noutput = "{tmp_path / "out"}"\nstrategies = ["claude-code"]\nmax_turns = 6\n'
+                     f'{CLAUDE_CODE}\n[[models]]\nname = "anthropic/sim"\nlocal = {{ latency = 0.01, seed = 4 }}\n'
+                     f'[[tasks]]\ndataset = "starter-bash"\nindices = [0, 1]\n[[tasks]]\nharbor = "{HELLO}"\n')
+    assert main(["sweep", str(sweep), "--quiet"]) == 0
+    out = tmp_path / "out"
+    found = rows(out, "SELECT task_id, status FROM episodes")
+    assert sorted(found) == [("hello-file/hello-file", "solved"), ("starter-bash/0", "solved"),
+                             ("starter-bash/1", "solved")]
+    calls = rows(out, "SELECT prompt_tokens, latency_s FROM llm_calls")
+    assert len(calls) >= 6 and all(tokens > 0 for tokens, _ in calls)

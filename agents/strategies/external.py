@@ -60,11 +60,15 @@ class ModelHandle:
     it: each call is the next turn of the model's, its text the pending output of the next step.
     `log` keeps each call's messages and answer (an installed agent's steps are read from it);
     `rewrite` puts an answer in the agent's own form (an offline model answers in the kind's);
-    past `max_calls`, a call raises OutOfTurns."""
+    past `max_calls` calls that offer tools (an agent's steps; the calls it makes for other ends,
+    a summary or a title, offer none), or ten times as many calls in all, a call raises OutOfTurns.
+    A call that offers tools is the next turn of an offline model's answers (the oracle's), the
+    others are turns of their own."""
 
     def __init__(self, model: Model, task: Task, *, rewrite: Rewrite | None = None, max_calls: int | None = None) -> None:
         self.model, self.task, self.calls, self.pending = model, task, 0, ""
         self.rewrite, self.max_calls = rewrite, max_calls
+        self.tool_calls = 0  # calls that offered tools
         self.failure: ModelError | None = None  # the first call that failed: the episode's status
         self.closed = False
         self.log: list[tuple[list[dict[str, Any]], Answer]] = []
@@ -76,9 +80,10 @@ class ModelHandle:
     async def complete(self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None = None) -> Answer:
         if self.closed:
             raise EpisodeEnded(f"the episode of {self.task.id} has ended")
-        if self.max_calls is not None and self.calls >= self.max_calls:
+        if self.max_calls is not None and (self.tool_calls >= self.max_calls and tools or self.calls >= 10 * self.max_calls):
             raise OutOfTurns(f"the episode's {self.max_calls} turns (model calls) are used up")
-        turn, self.calls = self.calls, self.calls + 1
+        turn, self.calls = (self.tool_calls if tools else self.calls), self.calls + 1
+        self.tool_calls += 1 if tools else 0
         try:
             if tools:
                 answer = await tool_model(self.model).complete_tools(list(messages), list(tools), task=self.task, turn=turn)

@@ -125,9 +125,9 @@ class InstalledStrategy:
         agent = self.agent
         timeout = agent.timeout or float(task.meta.get("agent_timeout") or DEFAULT_TIME)
         env = {"INSTRUCTION": task.query, "MAX_TURNS": str(max_turns), "OPENAI_API_KEY": token,
-               "ANTHROPIC_API_KEY": token, "HOME": f"{SCRATCH}/home", "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-               **agent.env}
-        script = (f"mkdir -p {SCRATCH}/home && port=$({RUNTIME_PYTHON} -I {GATEWAY_DIR}/proxy.py "
+               "ANTHROPIC_API_KEY": token, "HOME": f"{SCRATCH}/home", "TMPDIR": f"{SCRATCH}/tmp",
+               "LITELLM_LOCAL_MODEL_COST_MAP": "True", **agent.env}
+        script = (f"mkdir -p {SCRATCH}/home {SCRATCH}/tmp && port=$({RUNTIME_PYTHON} -I {GATEWAY_DIR}/proxy.py "
                   f"{GATEWAY_DIR}/gateway.sock) || exit 125\n"
                   f"export OPENAI_BASE_URL=http://127.0.0.1:$port/v1 OPENAI_API_BASE=http://127.0.0.1:$port/v1 "
                   f"ANTHROPIC_BASE_URL=http://127.0.0.1:$port "
@@ -162,20 +162,23 @@ class InstalledStrategy:
 
 
 def steps(log: list[tuple[list[dict[str, Any]], Answer]]) -> list[Turn]:
-    """An installed agent's turns, read from its model calls: each call it made of its tool, and
-    what it sent back for it in the next call (its output); an answer without calls, with the next
-    message the agent sent."""
+    """An installed agent's turns, read from its model calls: each call it made of its tool, with
+    what it sent back for it in a later call (its output; calls of its own for other ends, such as a
+    summary, may come between); an answer without calls is a turn without an action."""
     turns: list[Turn] = []
     for number, (_, answer) in enumerate(log):
-        later = log[number + 1][0] if number + 1 < len(log) else []
-        results = {str(m.get("tool_call_id")): _content(m) for m in later if m.get("role") == "tool"}
+        results: dict[str, str] = {}
+        for messages, _ in log[number + 1:]:
+            for message in messages:
+                if message.get("role") == "tool":  # as the command printed it: with its last line's end
+                    text = _content(message)
+                    results.setdefault(str(message.get("tool_call_id")), text + ("\n" if text and text[-1] != "\n" else ""))
         for call in answer.tool_calls:
             action = _first_text(call.arguments) or call.arguments
             output = f"{answer.text}\n{call.name}({call.arguments})".strip()
             turns.append(Turn(output, action, results.get(call.id, ""), 0.0, call.id in results))
         if not answer.tool_calls:
-            replies = [_content(m) for m in later[-1:] if m.get("role") == "user"]
-            turns.append(Turn(answer.text, None, replies[0] if replies else "", 0.0, bool(replies)))
+            turns.append(Turn(answer.text, None, "", 0.0, False))
     return turns
 
 

