@@ -45,7 +45,7 @@ SCRATCH = "/root/.intercode-agent"  # its home and output: restored by the reset
 FLOOD = 8 << 20  # bytes an agent may print before it is stopped
 TAIL = 4000  # characters of its output kept with the episode
 KEPT = 64 << 10  # characters of each file it names that are kept
-DEFAULT_TIME = 600.0  # seconds an agent may run when neither the task nor the declaration says
+DEFAULT_TIME = 600.0  # seconds an agent may run when neither the task, the declaration nor the sweep says
 END = re.compile(r"\[intercode: exit (-?\d+), (\d+) bytes\]\s*$")
 FENCED_SUBMIT = re.compile(r"```[\w+-]*\n\s*submit\s*\n```")
 
@@ -61,7 +61,8 @@ class InstalledAgent:
     argument: str = "command"
     finish: str = ""  # the command by which it says it is done (what offline models answer last)
     keep: tuple[str, ...] = ()  # files it writes, kept with the episode
-    timeout: float | None = None  # seconds it may run (else a Harbor task's agent timeout, else 600)
+    timeout: float | None = None  # seconds it may run (else a Harbor task's agent timeout, else `sweep_time`)
+    sweep_time: float = DEFAULT_TIME  # the sweep's: its episode's time, less a minute for the scoring
 
     @property
     def home(self) -> str:
@@ -123,7 +124,7 @@ class InstalledStrategy:
 
     async def _launch(self, sandbox: Sandbox, workdir: str, task: Task, token: str, max_turns: int) -> AgentRun:
         agent = self.agent
-        timeout = agent.timeout or float(task.meta.get("agent_timeout") or DEFAULT_TIME)
+        timeout = agent.timeout or float(task.meta.get("agent_timeout") or agent.sweep_time)
         env = {"INSTRUCTION": task.query, "MAX_TURNS": str(max_turns), "OPENAI_API_KEY": token,
                "ANTHROPIC_API_KEY": token, "HOME": f"{SCRATCH}/home", "TMPDIR": f"{SCRATCH}/tmp",
                "LITELLM_LOCAL_MODEL_COST_MAP": "True", **agent.env}

@@ -114,7 +114,7 @@ class InstalledAgentConfig(BaseModel):
                         "last); empty: it is done when its model answers without a tool call")
     keep: list[str] = Field(default_factory=list, max_length=20, description="files it writes, kept with the episode")
     timeout: float | None = Field(None, gt=0, le=86_400, description="seconds it may run (default: a Harbor task's "
-                                  "agent timeout, else 600)")
+                                  "agent timeout, else the sweep's episode_timeout less a minute for the scoring)")
 
     @field_validator("name")
     @classmethod

@@ -36,6 +36,7 @@ class Brought:
     files: list[LoadedAgent]  # agents of yours in Python files
     installed: list[InstalledAgentConfig]  # agents installed in the task's container
     layers: dict[str, ImageSpec]  # each installed agent's layer
+    agent_time: float = 600.0  # seconds an installed agent may run when neither it nor the task says
 
     @property
     def digests(self) -> list[str]:
@@ -46,7 +47,9 @@ class Brought:
 def bring(config: SweepConfig) -> Brought:
     """The sweep's agents of yours, imported, and its installed agents' layers, their packages fetched."""
     files = [load_agent(name, config.base_dir) for name in config.strategies if is_agent_name(name)]
-    return Brought(files, list(config.agents), agent_layers(config))
+    # the sweep's episode time, less a minute (at most half of it) for the reset and the scoring
+    agent_time = max(config.episode_timeout - 60.0, config.episode_timeout / 2)
+    return Brought(files, list(config.agents), agent_layers(config), agent_time)
 
 
 @contextmanager
@@ -77,7 +80,8 @@ async def serving(brought: Brought, folder: Path | None) -> AsyncIterator[LLMGat
             names.append(register_agent(ExternalStrategy(agent, gateway)).name)
         for declared in brought.installed:
             installed = InstalledAgent(declared.name, declared.command, dict(declared.env), declared.tool,
-                                       declared.argument, declared.finish, tuple(declared.keep), declared.timeout)
+                                       declared.argument, declared.finish, tuple(declared.keep), declared.timeout,
+                                       brought.agent_time)
             names.append(register_agent(InstalledStrategy(installed, gateway)).name)
         try:
             yield gateway
