@@ -1,6 +1,7 @@
 # InterCode Orchestrator tasks. Run through ./dev (it makes the virtualenv first): ./dev quickstart, ./dev test
 
 set shell := ["bash", "-euo", "pipefail", "-c"]
+set positional-arguments  # "$@" in a recipe: its arguments as given, quoting kept
 
 python := ".venv/bin/python"
 data_dir := env_var_or_default("INTERCODE_DATA_DIR", "../shared/intercode-data")
@@ -34,9 +35,25 @@ pool-demo: (images "nl2bash-fs1")
 chromium:
     scripts/ensure-chromium.sh
 
-# The test suite against the real engine (builds the images the tests need first); ends with its 30 slowest steps
-test *ARGS: images chromium
-    {{python}} -m pytest -p no:cacheprovider --durations=30 {{ARGS}}
+# The Docker-free tier, tests/unit, in two processes: no engine, no images, no browser (DOCKER_HOST points nowhere)
+test-fast *ARGS:
+    DOCKER_HOST=unix:///nonexistent/intercode-test-fast.sock {{python}} -m pytest tests/unit -n 2 -p no:cacheprovider --durations=10 "$@"
+
+# The whole suite, tier by tier, stopping at the first tier that fails: tests/unit; then the images and Chromium; tests/cluster, tests/docker and tests/browser in two processes; then the few tests marked `alone`, by themselves. With ARGS, pytest ARGS alone after the images (e.g. ./dev test tests/docker/test_sweep.py -k quickstart)
+test *ARGS:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    pytest=({{python}} -m pytest -p no:cacheprovider)
+    if [ $# -gt 0 ]; then
+        {{just_executable()}} images chromium
+        exec "${pytest[@]}" --durations=30 "$@"
+    fi
+    tier() { local name=$1 start=$SECONDS; shift; "$@"; echo "test: $name passed in $((SECONDS - start)) s"; }
+    tier "tests/unit" {{just_executable()}} test-fast
+    tier "images and Chromium" {{just_executable()}} images chromium
+    tier "tests/cluster, docker, browser" "${pytest[@]}" tests/cluster tests/docker tests/browser -n 2 --dist loadgroup -m "not alone" --durations=30
+    tier "the tests marked alone" "${pytest[@]}" tests/docker tests/cluster -m alone --durations=5
+    echo "test: every tier passed in $SECONDS s"
 
 # Pool benchmark: lease, action round trip vs docker exec, reset vs create, actions/s
 bench-pool: (images "nl2bash-fs1")

@@ -8,7 +8,7 @@ kind's own module, registered by name.
 
 Strategies, parsing, the oracle, validate, replay, export and the gym adapter read the spec; none
 of them switches on a kind's name. A new kind is a module that defines an Environment subclass and
-calls `register(KindSpec(...))` (tests/test_toy_kind.py does it in a test module alone).
+calls `register(KindSpec(...))` (tests/unit/test_toy_kind.py does it in a test module alone).
 """
 
 from __future__ import annotations

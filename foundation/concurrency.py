@@ -1,7 +1,7 @@
 """Owned tasks: nothing is fire-and-forget, and no cancellation reaches a task it was not meant for.
 
 Outside `asyncio.TaskGroup` blocks (structured: the block awaits its children), this module is the
-one place the project starts a task (tests/test_task_ownership.py holds every other module to it):
+one place the project starts a task (tests/unit/test_task_ownership.py holds every other module to it):
 
 - `TaskOwner`: `start()` a task and get it back to await; `spawn()` background work whose failure
   is logged, never raised; `aclose()` (or leaving `async with`) cancels what is left and waits for

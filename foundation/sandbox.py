@@ -2,7 +2,7 @@
 it (foundation/pool/container_sandbox.py, ContainerSandbox), and so can anything else that runs actions
 somewhere, on another host or in a local directory (foundation/local.py, LocalSandbox). Docker-free:
 its values are the driver client's (foundation/driver_client.py), and a contract keeps aiodocker
-and foundation.pool out of it (pyproject.toml, checked by tests/test_layers.py).
+and foundation.pool out of it (pyproject.toml, checked by tests/unit/test_layers.py).
 
     async with provider.lease(image) as sandbox:      # a Sandbox, valid for the block
         result = await sandbox.run("ls /testbed")      # an action, the original InterCode way

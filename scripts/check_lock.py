@@ -1,5 +1,5 @@
 """Is requirements.lock in step with pyproject.toml? One rule, used by `./dev` before it installs and
-by tests/test_lockfile.py. Standard library only: `./dev` runs it before the virtualenv exists.
+by tests/unit/test_lockfile.py. Standard library only: `./dev` runs it before the virtualenv exists.
 
     python scripts/check_lock.py [--root DIR]    exit 1 with one line when the lock is stale
     python scripts/check_lock.py --unlocked      the installed distributions the lock doesn't name

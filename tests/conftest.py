@@ -67,6 +67,30 @@ def cluster() -> Any:
             _STOP_CLUSTER.pop()()
 
 
+TIERS = ("unit", "docker", "cluster", "browser")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tiers are folders (tests/unit, docker, cluster, browser); a test marked `docker` in
+    tests/unit is an error. For two processes (`-n 2 --dist loadgroup`, ./dev test) each module is a
+    group of its own, so that its module fixtures are made once; the cluster tier is one group (one
+    Ray cluster a session), and so are the tests marked `alone`, which ./dev test runs after the
+    rest, by themselves."""
+    misplaced = [item.nodeid for item in items if _tier(item) == "unit" and item.get_closest_marker("docker")]
+    if misplaced:
+        raise pytest.UsageError(f"{misplaced[0]}: a test marked docker belongs in tests/docker, not tests/unit")
+    for item in items:
+        tier = _tier(item)
+        group = "cluster" if tier == "cluster" else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
+def _tier(item: pytest.Item) -> str | None:
+    parts = Path(item.nodeid.split("::")[0]).parts
+    return parts[1] if len(parts) > 2 and parts[0] == "tests" and parts[1] in TIERS else None
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
     """Once the session has left the last module with a test that uses the cluster (its fixtures

@@ -21,7 +21,7 @@ warnings.filterwarnings("ignore", message=r"Item '\w+' on TypedDict class '\w+' 
 import litellm  # noqa: E402
 
 # Used through its public API only: nothing of litellm, openai, httpx or asyncio is assigned to, not
-# even a setting (tests/test_no_patching.py); their per-call work is spread over LLM worker processes
+# even a setting (tests/unit/test_no_patching.py); their per-call work is spread over LLM worker processes
 # instead (agents/llm/worker.py, `llm_workers`). litellm's "Give Feedback / Get Help" banner, which it
 # prints on a mapped error, is dropped from the workers' output (transport.LITELLM_BANNER).
 

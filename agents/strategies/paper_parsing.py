@@ -7,7 +7,7 @@
 Each function returns (action, is_code). Without code the paper's harness ran nothing that turn
 and answered with its retry message; `is_code` says which. These are the rules of the original
 harness's `experiments/utils/utils.py` (its parsers for Single and Try Again, Plan & Solve, and
-ReAct), written again here from what they do; `tests/test_paper_parsing.py` holds the behaviour:
+ReAct), written again here from what they do; `tests/unit/test_paper_parsing.py` holds the behaviour:
 
 - **Bash** (`bash_action`): newlines become spaces; without a fence, a leading `bash: ` is dropped,
   or everything after `command:` is the action; otherwise the first fenced block's text,

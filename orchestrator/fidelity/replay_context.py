@@ -18,7 +18,7 @@ Two things, per file of NL2Bash recordings:
   set-up's explicit dates.
 
 Only observations are read, never rewards: the rewards are what the replay is judged on, and a
-context chosen to fit them would make agreement worthless (`tests/test_replay_context.py` changes
+context chosen to fit them would make agreement worthless (`tests/{unit,docker}/test_replay_context.py` changes
 every reward of a recording and gets the same context).
 """
 

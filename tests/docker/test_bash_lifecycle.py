@@ -1,0 +1,80 @@
+"""The original harness's Bash container lifecycle, which `replay` uses for the original's recordings:
+what it leaks from episode to episode, its gold re-run at every scoring, and when replay picks it.
+Then our own lifecycle's golds that depend on the time: cached briefly, never across runs."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from dataclasses import replace
+
+import aiodocker
+import pytest
+
+import environments.bash as bash_module
+from environments.bash import BashEnv
+from environments.bash_lifecycle import OriginalLifecycleBashEnv
+from environments.runtime import Runtime
+from tasks import load_tasks
+from tests.conftest import clean_runtime
+
+LOOK = "ls /root; stat -c %Y /starter/logs/app.log"
+
+
+@pytest.fixture(scope="module")
+async def runtime(docker: aiodocker.Docker) -> AsyncIterator[Runtime]:
+    async with clean_runtime(docker, "intercode/starter") as runtime:
+        yield runtime
+
+
+async def two_episodes(env: BashEnv) -> str:
+    """Change things git's reset does not restore as they were, then look from the next episode."""
+    first, second = load_tasks("starter-bash")[:2]
+    await env.reset(first)
+    await env.step("rm /starter/logs/app.log; touch /root/left-behind")
+    await env.reset(second)
+    return (await env.step(LOOK)).observation
+
+
+@pytest.mark.docker
+async def test_the_original_lifecycle_leaks_what_its_reset_leaked(runtime: Runtime) -> None:
+    started = time.time()
+    async with OriginalLifecycleBashEnv(runtime) as env:
+        leaked = await two_episodes(env)
+    async with BashEnv(runtime) as env:
+        pristine = await two_episodes(env)
+    # git rewrites the deleted file, stamped with the reset's time, and leaves ignored /root alone
+    assert leaked.split()[0] == "left-behind" and int(leaked.split()[1]) >= int(started)
+    (image_mtime,) = pristine.split()
+    assert int(image_mtime) < int(started)
+
+
+@pytest.mark.docker
+async def test_the_original_lifecycle_runs_the_gold_again_for_every_score(runtime: Runtime) -> None:
+    # /root is ignored by git, so the gold's own trace survives its container's resets
+    task = replace(load_tasks("starter-bash")[0], gold="echo run >> /root/gold-runs; wc -l < /root/gold-runs")
+    async with OriginalLifecycleBashEnv(runtime) as env:
+        await env.reset(task)
+        await env.step("echo 1")
+        leaky = [(await env.score())[1]["eval_obs"].strip() for _ in range(3)]
+    async with BashEnv(runtime) as env:
+        await env.reset(task)
+        await env.step("echo 1")
+        cached = [(await env.score())[1]["eval_obs"].strip() for _ in range(3)]
+    assert leaky == ["1", "2", "3"]
+    assert cached == ["1", "1", "1"]
+
+
+@pytest.mark.docker
+async def test_an_episode_keeps_its_gold_while_a_later_one_gets_a_fresh_one(runtime: Runtime, monkeypatch) -> None:
+    monkeypatch.setattr(bash_module, "VOLATILE_TTL", 0.0)
+    task = replace(load_tasks("starter-bash")[0], gold="date +%s%N")
+    seen = []
+    async with BashEnv(runtime) as env:
+        for _ in range(2):
+            await env.reset(task)
+            await env.step("date +%s%N")
+            seen.append([(await env.score())[1]["eval_obs"] for _ in range(2)])
+    (first, again), (later, later_again) = seen
+    assert first == again and later == later_again  # scored against the gold it started with
+    assert first != later  # a new episode got a fresh gold: the old one had expired

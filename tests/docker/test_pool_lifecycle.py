@@ -1,0 +1,119 @@
+"""No container outlives its owner: normal exit, exception, SIGINT, SIGTERM, SIGKILL."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+
+import pytest
+
+from foundation.pool import ImagePoolConfig, Pool
+from foundation.pool.container import ContainerState
+from foundation.pool.ownership import MANAGED, OWNER, Owner
+from tests.conftest import PROJECT, containers_of_run
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+HOLDER = """
+import asyncio, sys
+from foundation.pool import Pool, ImagePoolConfig
+from foundation.engine import engine
+async def main():
+    async with engine() as docker:
+        async with Pool(docker, {sys.argv[1]: ImagePoolConfig(min_idle=3, max_size=3)}, run_id=sys.argv[2]) as pool:
+            await pool.wait_idle(sys.argv[1], 3)
+            async with pool.lease(sys.argv[1]) as sandbox:
+                await sandbox.run("touch /testbed/x")
+                print("holding", flush=True)
+                await asyncio.sleep(600)
+asyncio.run(main())
+"""
+
+
+async def start_holder(*argv: str) -> asyncio.subprocess.Process:
+    proc = await asyncio.create_subprocess_exec(sys.executable, *argv, cwd=PROJECT, stdout=asyncio.subprocess.PIPE,
+                                                stderr=asyncio.subprocess.PIPE)
+    assert proc.stdout is not None
+    async with asyncio.timeout(120):
+        while b"holding" not in (line := await proc.stdout.readline()):
+            if not line:
+                raise AssertionError((await proc.stderr.read()).decode())  # type: ignore[union-attr]
+    return proc
+
+
+async def owned_by(docker, pid: int) -> list:
+    found = await docker.containers.list(all=True, filters={"label": [MANAGED]})
+    return [c for c in found if (o := Owner.parse(c["Labels"].get(OWNER, ""))) and o.pid == pid]
+
+
+@pytest.mark.alone  # another process's pool start would reap what this test counts
+async def test_sigkilled_owner_is_reaped_by_the_next_pool(docker, fs1_image):
+    run_id = f"test-kill-{os.getpid()}"
+    proc = await start_holder("-c", HOLDER, fs1_image, run_id)
+    assert len(await containers_of_run(docker, run_id)) == 3
+    proc.kill()
+    await proc.wait()
+    assert len(await containers_of_run(docker, run_id)) == 3, "SIGKILL leaves them; the next start reaps them"
+    async with Pool(docker, {}) as _:
+        assert await containers_of_run(docker, run_id) == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+async def test_signal_removes_every_container(docker, fs1_image, sig):
+    proc = await start_holder("-m", "orchestrator", "pool", "demo", "--size", "2", "--episodes", "2", "--hold", "600")
+    assert len(await owned_by(docker, proc.pid)) == 2
+    proc.send_signal(sig)
+    _, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 130, err.decode()
+    assert "Traceback" not in err.decode()
+    assert await owned_by(docker, proc.pid) == []
+
+
+async def test_exception_inside_a_lease_removes_every_container(docker, fs1_image):
+    run_id = f"test-exc-{os.getpid()}"
+    with pytest.raises(ZeroDivisionError):
+        async with Pool(docker, {fs1_image: ImagePoolConfig(min_idle=2, max_size=2)}, run_id=run_id) as pool:
+            async with pool.lease(fs1_image) as sandbox:
+                await sandbox.run("true")
+                1 / 0
+    assert await containers_of_run(docker, run_id) == []
+
+
+async def test_cancelled_while_waiting_for_a_container(make_pool, fs1_image):
+    async with make_pool({fs1_image: ImagePoolConfig(min_idle=0, max_size=1)}) as pool:
+        async with pool.lease(fs1_image):
+            waiter = asyncio.create_task(pool.lease(fs1_image).__aenter__())
+            await asyncio.sleep(0.05)
+            waiter.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiter
+        async with pool.lease(fs1_image) as sandbox:  # the slot was not lost
+            assert (await sandbox.run("echo hi")).output == "hi\n"
+
+
+async def test_a_lease_that_ends_while_the_pool_forgets_its_container_retires_it(make_pool, fs1_image, docker):
+    """The engine went away and came back while an episode held its container: the pool forgets
+    every container (each marked broken, its removal under way), and the lease ends in the middle
+    of that. The container is retired with the others, never reset, and the lease's end raises
+    nothing (found by CI: `IllegalTransition: broken -> resetting`, stored as the episode's task
+    error)."""
+    async with make_pool({fs1_image: ImagePoolConfig(min_idle=0, max_size=2)}) as pool:
+        async with asyncio.TaskGroup() as group:
+            async with pool.lease(fs1_image) as sandbox:
+                member = sandbox._member
+                pool.suspend("the test's outage")
+                recovering = group.create_task(pool.recover())
+                for _ in range(1000):  # until forget() has marked it broken (its removal then under way)
+                    if member.state is ContainerState.BROKEN:
+                        break
+                    await asyncio.sleep(0)
+                assert member.state is ContainerState.BROKEN
+            # the lease ended here, while the pool was removing its container
+        assert recovering.done() and member.state is ContainerState.REMOVED
+        async with pool.lease(fs1_image) as sandbox:  # served again, by a new container
+            assert sandbox.container_id != member.id
+            assert (await sandbox.run("echo hi")).output == "hi\n"
+        run_id = pool.run_id
+    assert await containers_of_run(docker, run_id) == []
