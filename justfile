@@ -45,12 +45,13 @@ test *ARGS:
     set -euo pipefail
     pytest=({{python}} -m pytest -p no:cacheprovider)
     if [ $# -gt 0 ]; then
-        {{just_executable()}} images chromium
+        {{just_executable()}} images && {{just_executable()}} chromium
         exec "${pytest[@]}" --durations=30 "$@"
     fi
     tier() { local name=$1 start=$SECONDS; shift; "$@"; echo "test: $name passed in $((SECONDS - start)) s"; }
     tier "tests/unit" {{just_executable()}} test-fast
-    tier "images and Chromium" {{just_executable()}} images chromium
+    tier "the images" {{just_executable()}} images
+    tier "Chromium" {{just_executable()}} chromium
     tier "tests/cluster, docker, browser" "${pytest[@]}" tests/cluster tests/docker tests/browser -n 2 --dist loadgroup -m "not alone" --durations=30
     tier "the tests marked alone" "${pytest[@]}" tests/docker tests/cluster -m alone --durations=5
     echo "test: every tier passed in $SECONDS s"

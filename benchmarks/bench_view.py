@@ -31,7 +31,7 @@ from pathlib import Path
 
 import aiohttp
 
-from agents.strategies.common import DIALOGUE_LIMIT, Dialogue, clip, prompt
+from agents.strategies.turns import DIALOGUE_LIMIT, Dialogue, clip, prompt
 from foundation.settings import PROJECT_ROOT
 from orchestrator.store import EpisodeKey, EpisodeRecord, LLMCall, Store, TurnRecord
 from orchestrator.store.transcript import Transcript

@@ -13,6 +13,7 @@ SQL server died with the engine), and they are made again on first use.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -44,6 +45,25 @@ def default_pool_config(image: str) -> ImagePoolConfig:
         return ImagePoolConfig(min_idle=0, max_size=1, reset=False, check_changes=False, keeper=False,
                                hardening=Hardening(network=True, memory_mb=2048, cpus=2.0, pids=2048))  # a thread per connection
     return ImagePoolConfig(min_idle=0, max_size=16)
+
+
+POOL_KEYS = ("entrypoint", "services")  # what a task needs of its pool itself, not of its containers' confinement
+
+
+def pool_configs(images: list[str], needs: dict[str, dict[str, Any]]) -> dict[str, ImagePoolConfig]:
+    """Each image's pool: its defaults with what its tasks need (a Harbor task's resources and
+    network; its CPUs no more than this machine has, which the engine would refuse)."""
+    configs = {}
+    for image in images:
+        config = default_pool_config(image)
+        if image in needs:
+            wanted = {k: v for k, v in needs[image].items() if k not in POOL_KEYS}
+            wanted["cpus"] = min(float(wanted.get("cpus", 1.0)), float(os.cpu_count() or 1))
+            pool = {k: v for k, v in needs[image].items() if k in POOL_KEYS}
+            config = ImagePoolConfig.model_validate({**config.model_dump(), **pool,
+                                                     "hardening": {**config.hardening.model_dump(), **wanted}})
+        configs[image] = config
+    return configs
 
 
 _S = TypeVar("_S")  # what a shared service is

@@ -13,7 +13,6 @@ import importlib
 import signal
 import sys
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from foundation import logs
 from foundation.errors import UserError

@@ -1,5 +1,5 @@
 """Where a sweep's episodes get their environments: the Site protocol, which the sweep's runner
-asks and two parts answer, this machine (orchestrator/sweep/runner.py, LocalSite) and the hosts of
+asks and two parts answer, this machine (orchestrator/sweep/local_site.py, LocalSite) and the hosts of
 a Ray cluster (orchestrator/cluster/site.py, ClusterSite). Below both: neither imports the other."""
 
 from __future__ import annotations

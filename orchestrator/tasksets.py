@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
 import random
 import re
 from dataclasses import dataclass, field, replace
@@ -26,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from environments.own import own_kind
-from environments.runtime import default_pool_config
+from environments.runtime import pool_configs
 from foundation.errors import ConfigError
 from foundation.pool import ImagePoolConfig
 from foundation.pool.config import DEFAULT_CAP_DROP
@@ -38,13 +37,12 @@ from tasks.harbor import is_task, read_harbor
 from tasks.harbor_config import resolve as resolve_env
 from tasks.own import is_environment, read_environment
 
-__all__ = ["TaskSet", "TaskSetConfig", "of_directory", "pool_configs", "prepare", "resolve"]
+__all__ = ["TaskSet", "TaskSetConfig", "of_directory", "prepare", "resolve"]
 
 OWN_BUILD_TIMEOUT = 1800.0  # seconds a Dockerfile of yours may take to build
 HARBOR_PIDS = 2048  # processes a Harbor task's container may run (builds, test runners)
 # Harbor's containers keep Docker's defaults: a service its entrypoint starts may listen on port 80.
 HARBOR_CAP_DROP = [cap for cap in DEFAULT_CAP_DROP if cap != "NET_BIND_SERVICE"]
-POOL_KEYS = ("entrypoint", "services")  # what a task needs of its pool itself, not of its containers' confinement
 
 
 @dataclass(frozen=True)
@@ -208,22 +206,6 @@ def _harbor_notes(spec: TaskSetConfig, tasks: list[Task]) -> list[str]:
         notes.append(f"an allowlist of hosts ({', '.join(hosts[:3])}{', ...' if len(hosts) > 3 else ''}) can't be "
                      "enforced here: those tasks get the whole network")
     return notes
-
-
-def pool_configs(images: list[str], needs: dict[str, dict[str, Any]]) -> dict[str, ImagePoolConfig]:
-    """Each image's pool: its defaults with what its tasks need (a Harbor task's resources and
-    network; its CPUs no more than this machine has, which the engine would refuse)."""
-    configs = {}
-    for image in images:
-        config = default_pool_config(image)
-        if image in needs:
-            wanted = {k: v for k, v in needs[image].items() if k not in POOL_KEYS}
-            wanted["cpus"] = min(float(wanted.get("cpus", 1.0)), float(os.cpu_count() or 1))
-            pool = {k: v for k, v in needs[image].items() if k in POOL_KEYS}
-            config = ImagePoolConfig.model_validate({**config.model_dump(), **pool,
-                                                     "hardening": {**config.hardening.model_dump(), **wanted}})
-        configs[image] = config
-    return configs
 
 
 def _sql_image(image: str, dump: Path) -> ImageSpec:

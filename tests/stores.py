@@ -9,7 +9,7 @@ import time
 from contextlib import closing
 from pathlib import Path
 
-from agents.strategies.common import Dialogue, clip, prompt
+from agents.strategies.turns import Dialogue, clip, prompt
 from orchestrator.store import EpisodeKey, EpisodeRecord, LLMCall, Store, TurnRecord
 from orchestrator.store.transcript import Transcript
 

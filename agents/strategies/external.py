@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 from agents.base import EpisodeOutcome, Message, Model, Turn
 from agents.llm.errors import ModelError
 from agents.own import AgentError, Answer, GatewayAccess, LoadedAgent, OutOfTurns, Step
-from agents.strategies.common import failed, finish
+from agents.strategies.turns import failed, finish
 from agents.strategies.tools import tool_model, tool_schemas
 from environments.kind import kind_spec
 from foundation.errors import OrchestratorError

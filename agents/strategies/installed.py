@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from agents.base import EpisodeOutcome, Model, ToolCall, Turn
 from agents.own import Answer
-from agents.strategies.common import failed
+from agents.strategies.turns import failed
 from agents.strategies.external import Doors, ModelHandle
 from environments.base import Skill, TaskUnavailable, ToolServer
 from environments.kind import kind_spec

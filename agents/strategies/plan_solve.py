@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from agents.base import EpisodeOutcome, Model
 from agents.llm.errors import ModelError
-from agents.strategies.common import Dialogue, ask, begin, failed, finish, prompt
+from agents.strategies.turns import Dialogue, ask, begin, failed, finish, prompt
 from agents.strategies.rules import AnswerRules, answer_rules
 from agents.strategies.try_again import Default
 

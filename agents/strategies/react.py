@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING
 
 from agents.base import EpisodeOutcome, Model, Turn
 from agents.llm.errors import ModelError
-from agents.strategies.common import ask, begin, failed, finish, prompt
+from agents.strategies.turns import ask, begin, failed, finish, prompt
 from agents.strategies.rules import AnswerRules, answer_rules
 from agents.strategies.try_again import Default
 from environments.base import ACTION_EXECUTED
 from environments.kind import kind_spec
 
 if TYPE_CHECKING:
-    from agents.strategies.common import Dialogue
+    from agents.strategies.turns import Dialogue
     from environments.base import EpisodeEnvironment
     from tasks import Task
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 from agents.base import AnswerStyle, Turn
 from agents.parsing import extract_action, extract_react_action
-from agents.strategies.common import (
+from agents.strategies.turns import (
     DIALOGUE_LIMIT,
     OBSERVATION_LIMIT,
     Dialogue,

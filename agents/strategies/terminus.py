@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from agents.base import EpisodeOutcome, Message, Model, Turn
 from agents.llm.errors import ModelError
-from agents.strategies.common import failed, prompt, skills_block
+from agents.strategies.turns import failed, prompt, skills_block
 from agents.strategies.installed import shell_container
 
 if TYPE_CHECKING:

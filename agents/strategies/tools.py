@@ -45,7 +45,7 @@ from agents.base import (
 )
 from agents.llm.errors import ModelError
 from agents.mcp_tools import McpTools, ToolServerError
-from agents.strategies.common import (
+from agents.strategies.turns import (
     Dialogue,
     FeedbackOptions,
     alongside,

@@ -1,6 +1,6 @@
 """Our side: one environment per suite, driven through the project's public API.
 
-A turn is `agents.strategies.common.harness_step`, the one our strategies and `replay` use. Bash
+A turn is `agents.strategies.turns.harness_step`, the one our strategies and `replay` use. Bash
 runs in the original's container lifecycle (`OriginalLifecycleBashEnv`: two long-lived containers,
 reset with git), as the original side does; the other kinds as our sweeps run them. The reward's
 terms are read from the environment's `score_info`, the info of the score harness_step asks for.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.strategies.common import harness_step
+from agents.strategies.turns import harness_step
 from environments import make_environment
 from environments.base import Environment
 from environments.bash_lifecycle import OriginalLifecycleBashEnv

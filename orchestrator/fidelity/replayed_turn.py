@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from agents.strategies.common import harness_step
+from agents.strategies.turns import harness_step
 from environments.base import Environment
 from environments.kind import kind_spec
 from agents.strategies.paper_parsing import react_action

@@ -2,6 +2,8 @@
 
     python -m orchestrator sweep examples/quickstart.toml
 
-`config` validates the file, `plan` lists its episodes in a fair order, `runner` runs one episode
-with its time limit and failure class, `scheduler` runs them all, `progress` shows them.
+`config` validates the file, `plan` lists its episodes in a fair order, `run` runs the sweep's
+levels (`task_sets`, `stored_run`, `sweep_models`, `sites` with `local_site`, `workers` over the
+`fair_queue`), `runner` runs one episode with its time limit and failure class, `progress` shows
+them.
 """

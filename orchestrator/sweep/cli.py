@@ -59,7 +59,7 @@ async def run(args: argparse.Namespace) -> int:
     # Imported once the file is good: they bring the engine client, the pool and the models (a
     # second of imports that a mistake in the file should not wait for).
     from orchestrator.sweep.progress import SweepProgress
-    from orchestrator.sweep.scheduler import run_sweep
+    from orchestrator.sweep.run import run_sweep
 
     progress = SweepProgress(quiet=args.quiet)
     with ExitStack() as stack:

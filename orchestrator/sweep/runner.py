@@ -17,23 +17,19 @@ anywhere else is not one.
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 
 import aiodocker
 import aiohttp
 import structlog
 
 from agents.base import EpisodeOutcome, get_strategy
-from agents.strategies.common import play
-from environments import make_environment
+from agents.episode import play
 from environments.base import ScoringFailed, TaskUnavailable
 from environments.kind import kind_spec
-from environments.runtime import Runtime
 from foundation.errors import SandboxError, UserError
-from orchestrator.site import Placed, Site
+from orchestrator.site import Site
 from orchestrator.store import EpisodeRecord, LLMCall, TurnRecord
 from orchestrator.store.transcript import Transcript
 from orchestrator.sweep.sweep_models import SweepModels
@@ -49,27 +45,6 @@ MAX_OUTAGES = 20  # re-runs of one episode for engine outages (an engine that ke
 
 class EpisodeTimedOut(Exception):
     """The episode's own deadline passed."""
-
-
-class LocalSite:
-    """Episodes on this machine's engine, through one Runtime."""
-
-    def __init__(self, runtime: Runtime) -> None:
-        self.runtime = runtime
-        self.host = socket.gethostname()
-
-    @property
-    def generation(self) -> int:
-        return self.runtime.generation
-
-    async def engine_lost_since(self, generation: int) -> bool:
-        return await self.runtime.engine_lost_since(generation)
-
-    @asynccontextmanager
-    async def environment(self, task: Task, avoid: frozenset[str] = frozenset()) -> AsyncIterator[Placed]:
-        digest = await self.runtime.image_digest(task.image) if task.image else None  # a kind without containers has none
-        async with make_environment(task.env, self.runtime) as env:
-            yield Placed(env, self.host, digest)
 
 
 class EpisodeRunner:
@@ -177,8 +152,3 @@ def _fill(record: EpisodeRecord, outcome: EpisodeOutcome, failure: ScoringFailed
 def _line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:500]
-
-
-def _held_to_the_protocol(site: LocalSite) -> Site:
-    """Never called: the type checker holds this machine's site to the Site protocol here."""
-    return site

@@ -9,7 +9,6 @@ tells them apart.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import os

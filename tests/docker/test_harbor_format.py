@@ -194,7 +194,7 @@ async def test_the_tools_strategy_calls_the_tasks_mcp_server_inside_the_episodes
     from agents.llm.server import Rule, ScriptedLLMServer, ScriptedToolCall, ServerConfig
     from agents.llm.transport import InProcessTransport
     from agents.models import LLMModel
-    from agents.strategies.common import play
+    from agents.episode import play
 
     def call(name: str, arguments: dict) -> ScriptedToolCall:
         return ScriptedToolCall(name=name, arguments=json.dumps(arguments))

@@ -73,14 +73,14 @@ def test_a_hostile_episode_stops_at_its_cap_and_the_neighbours_score_as_the_orac
 def test_the_sweep_file_sets_the_cap_per_image(tmp_path):
     from foundation.errors import ConfigError
     from orchestrator.sweep.config import load_sweep
-    from orchestrator.sweep.scheduler import _pool_configs
+    from orchestrator.sweep.sites import sweep_pool_configs
 
     path = sweep_file(tmp_path, '[[models]]\nname = "oracle"\n')
     body = path.read_text()
     path.write_text(body + '[pools]\n"intercode/starter" = { disk_mb = 300, max_size = 3 }\nbash = 5\n'
                            'python = { disk_mb = 0 }\n')
     config, _ = load_sweep(Path(path))
-    configs = _pool_configs(config, ["intercode/starter", "intercode/bash", "intercode/python", "intercode/ctf"])
+    configs = sweep_pool_configs(config, ["intercode/starter", "intercode/bash", "intercode/python", "intercode/ctf"])
     assert (configs["intercode/starter"].hardening.disk_mb, configs["intercode/starter"].max_size) == (300, 3)
     assert (configs["intercode/bash"].hardening.disk_mb, configs["intercode/bash"].max_size) == (4096, 5)
     assert configs["intercode/python"].hardening.disk_mb is None  # 0: no cap

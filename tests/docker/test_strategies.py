@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import aiodocker
 import pytest
 
-from agents.strategies.common import retry_message
+from agents.strategies.turns import retry_message
 from environments.runtime import Runtime
 from tests.conftest import clean_runtime
 from tests.unit.test_strategies import last_user, play, task

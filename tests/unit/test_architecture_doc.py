@@ -1,33 +1,123 @@
-"""docs/architecture.md stays true: every file its episode walk names exists, no file comes back
-once the walk has left it, and the drawing of the parts names every part of the import contract."""
+"""docs/architecture.md stays true: every dotted path its episode walk names resolves in the code,
+no module comes back once the walk has left it, no step's module calls into an earlier step's, and
+the drawing of the parts names every part of the import contract."""
 
 from __future__ import annotations
 
+import ast
+import importlib
+import importlib.util
+import inspect
 import re
 import tomllib
+from pathlib import Path
+
+import pytest
 
 from foundation.settings import PROJECT_ROOT
 
 DOC = PROJECT_ROOT / "docs" / "architecture.md"
 
 
-def walk() -> list[list[str]]:
-    text = DOC.read_text()
+def walk(text: str) -> list[list[str]]:
+    """The dotted paths each step of the doc's walk names, in order."""
     section = text[text.index("## One episode through the code"):]
     section = section[:section.index("\n## ")]
     rows = [line for line in section.splitlines() if re.match(r"\| \d+ \|", line)]
-    return [re.findall(r"`([\w/.]+\.py)`", row.rsplit("|", 2)[1]) for row in rows]
+    return [re.findall(r"`([a-z_]+(?:\.\w+)+)`", row.rsplit("|", 2)[1]) for row in rows]
 
 
-def test_the_walk_names_files_that_exist_and_never_goes_back():
-    steps = walk()
+def resolve(path: str) -> tuple[str, object]:
+    """The module a dotted path is in and the object it names: the longest prefix that imports
+    as a module, then attributes. AssertionError naming the path when it does not resolve."""
+    parts = path.split(".")
+    for cut in range(len(parts), 0, -1):
+        name = ".".join(parts[:cut])
+        try:
+            spec = importlib.util.find_spec(name)
+        except ModuleNotFoundError:
+            spec = None
+        if spec is None:
+            continue
+        found: object = spec
+        if parts[cut:]:  # a module named alone is found, not run (orchestrator.__main__)
+            found = importlib.import_module(name)
+        for attribute in parts[cut:]:
+            assert hasattr(found, attribute), f"{path}: {name} has no {attribute}"
+            found = getattr(found, attribute)
+        return name, found
+    raise AssertionError(f"{path}: no such module")
+
+
+def modules_of(steps: list[list[str]]) -> list[list[str]]:
+    return [[resolve(path)[0] for path in paths] for paths in steps]
+
+
+def revisits(steps: list[list[str]]) -> list[str]:
+    """Modules the walk comes back to after it has left them."""
+    left: set[str] = set()
+    current: set[str] = set()
+    found = []
+    for modules in modules_of(steps):
+        step = set(modules)
+        found += [f"{module} comes back in the walk" for module in sorted(step & left)]
+        left |= current - step
+        current = step
+    return found
+
+
+def calls_back(steps: list[list[str]]) -> list[str]:
+    """Calls from a step's module into a function it imports from the module of an earlier step (a
+    class called makes a value of that step's type: fine)."""
+    found = []
+    earlier: set[str] = set()
+    for modules in modules_of(steps):
+        for module in dict.fromkeys(modules):
+            spec = importlib.util.find_spec(module)
+            assert spec is not None and spec.origin is not None, module
+            tree = ast.parse(Path(spec.origin).read_text())
+            imported = {(alias.asname or alias.name): node.module for node in ast.walk(tree)
+                        if isinstance(node, ast.ImportFrom) and node.module in earlier - {module}
+                        for alias in node.names}
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Call):
+                    callee = node.func.value if isinstance(node.func, ast.Attribute) else node.func
+                    if (isinstance(callee, ast.Name) and callee.id in imported
+                            and not inspect.isclass(getattr(importlib.import_module(imported[callee.id]), callee.id))):
+                        found.append(f"{module}:{node.lineno} calls {imported[callee.id]}.{callee.id}")
+        earlier |= set(modules)
+    return found
+
+
+def test_every_path_of_the_walk_resolves_and_the_walk_never_goes_back():
+    steps = walk(DOC.read_text())
     assert len(steps) >= 15 and all(steps), steps
-    seen: list[str] = []
-    for files in steps:
-        for name in files:
-            assert (PROJECT_ROOT / name).is_file(), name
-            assert name not in seen, f"{name} comes back in the walk"
-            seen.append(name)
+    assert revisits(steps) == []
+    assert calls_back(steps) == []
+
+
+def test_a_path_that_stops_resolving_fails_and_so_does_a_walk_that_goes_back():
+    text = DOC.read_text()
+    assert "`orchestrator.sweep.run.run_sweep`" in text
+    with pytest.raises(AssertionError, match="run_sweep_renamed"):
+        modules_of(walk(text.replace("`orchestrator.sweep.run.run_sweep`", "`orchestrator.sweep.run.run_sweep_renamed`")))
+    with pytest.raises(AssertionError, match="orchestrator.sweep has no scheduler"):
+        modules_of(walk(text.replace("`orchestrator.sweep.run.run_sweep`", "`orchestrator.sweep.scheduler.run_sweep`")))
+    steps = walk(text)
+    assert revisits(steps + [["orchestrator.sweep.run.run_sweep"]]) == ["orchestrator.sweep.run comes back in the walk"]
+    # the episode's entry point before the runner: the runner then calls `play`, of a step before it
+    index = {paths[0]: n for n, paths in enumerate(steps)}
+    runner, episode = index["orchestrator.sweep.runner.EpisodeRunner.run"], index["agents.episode.play"]
+    assert episode == runner + 1
+    swapped = steps[:runner] + [steps[episode], steps[runner]] + steps[episode + 1:]
+    assert [line for line in calls_back(swapped) if line.startswith("orchestrator.sweep.runner")] == [
+        f"orchestrator.sweep.runner:{line} calls agents.episode.play" for line in play_calls()]
+
+
+def play_calls() -> list[int]:
+    tree = ast.parse((PROJECT_ROOT / "orchestrator" / "sweep" / "runner.py").read_text())
+    return [node.lineno for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "play"]
 
 
 def test_the_drawing_names_every_part_of_the_contract():

@@ -46,8 +46,8 @@ def copy_of_the_project(root: Path) -> Path:
     ("foundation/errors.py", "from environments.kind import kind_spec", "Layers: application > agents",
      "foundation.errors -> environments.kind"),
     # the cluster imports the sweep (the cycle the Site protocol's own module ended)
-    ("orchestrator/cluster/site.py", "from orchestrator.sweep.runner import LocalSite", "Parts: commands",
-     "orchestrator.cluster.site -> orchestrator.sweep.runner"),
+    ("orchestrator/cluster/site.py", "from orchestrator.sweep.local_site import LocalSite", "Parts: commands",
+     "orchestrator.cluster.site -> orchestrator.sweep.local_site"),
     # two parts of one layer are independent: fidelity does not import the cluster
     ("orchestrator/fidelity/replay.py", "from orchestrator.cluster.remote import RemoteEnvironment", "Parts: commands",
      "orchestrator.fidelity.replay -> orchestrator.cluster.remote"),

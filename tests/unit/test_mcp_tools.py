@@ -30,7 +30,7 @@ from agents.llm.transport import InProcessTransport
 from agents import mcp_tools
 from agents.mcp_tools import McpTools, ToolServerError
 from agents.models import LLMModel
-from agents.strategies.common import play
+from agents.episode import play
 from agents.strategies.installed import mcp_config, skills_script
 from environments.base import Environment, Skill, ToolServer
 from environments.kind import KindSpec, register

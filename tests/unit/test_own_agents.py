@@ -19,7 +19,7 @@ from agents.base import EpisodeOutcome
 from agents.gateway import LLMGateway
 from agents.models import OracleModel
 from agents.own import load_agent
-from agents.strategies.common import play
+from agents.episode import play
 from agents.strategies.external import ExternalStrategy, ModelHandle
 from environments import make_environment
 from environments.runtime import Runtime

@@ -10,7 +10,7 @@ from agents.parsing import (
     is_control,
     react_thought,
 )
-from agents.strategies.common import TRUNCATED, Dialogue, clip, retry_message
+from agents.strategies.turns import TRUNCATED, Dialogue, clip, retry_message
 from agents.strategies.rules import plan_steps
 
 

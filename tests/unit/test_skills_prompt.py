@@ -12,7 +12,7 @@ import pytest
 
 from agents.base import get_strategy
 from agents.scripted import ScriptedModel, called
-from agents.strategies.common import prompt, skills_block
+from agents.strategies.turns import prompt, skills_block
 from environments.base import Environment, Skill
 from environments.kind import KindSpec, register
 from tasks import Task

@@ -14,7 +14,7 @@ from agents.base import Message, get_strategy
 from agents.llm import LLMClient, ModelError, ModelSpec
 from agents.llm.server import Rule, ScriptedLLMServer, ServerConfig
 from agents.scripted import ScriptedModel
-from agents.strategies.common import retry_message
+from agents.strategies.turns import retry_message
 from environments import make_environment
 from environments.base import TaskUnavailable
 from environments.runtime import Runtime

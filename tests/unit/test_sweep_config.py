@@ -10,7 +10,8 @@ from foundation.errors import ConfigError
 from orchestrator.cli import main
 from orchestrator.store import EpisodeKey
 from orchestrator.sweep.config import SweepConfig, load_sweep
-from orchestrator.sweep.plan import Dispatcher, PlannedEpisode, plan, select_tasks
+from orchestrator.sweep.fair_queue import FairQueue
+from orchestrator.sweep.plan import PlannedEpisode, plan, select_tasks
 from tasks import load_tasks
 
 GOOD = """
@@ -121,7 +122,7 @@ def test_plan_covers_every_cell_early_and_the_dispatcher_is_fair(tmp_path):
     assert len({e.key for e in episodes}) == len(episodes)
     first_cells = {(e.key.model, e.key.strategy, e.key.task_set) for e in episodes[:4]}
     assert len(first_cells) == 4  # the first four of a model are four different cells
-    dispatcher = Dispatcher(episodes)
+    dispatcher = FairQueue(episodes)
     # A slow model keeps its episodes in flight; the other still gets every other slot.
     taken = [dispatcher.take() for _ in range(6)]
     assert [e.model for e in taken].count("oracle") == 3
@@ -144,7 +145,7 @@ def test_the_dispatcher_prefers_episodes_whose_image_has_a_container_to_spare():
     # In plan order the images alternate; image "a" has 1 container, "b" has 3.
     episodes = [episode(n, "a" if n % 2 == 0 else "b") for n in range(8)]
     capacity = {"a": 1, "b": 3}
-    dispatcher = Dispatcher(episodes, capacity=capacity.get)
+    dispatcher = FairQueue(episodes, capacity=capacity.get)
     taken = [dispatcher.take() for _ in range(4)]
     assert [e.task.image for e in taken] == ["a", "b", "b", "b"]  # a second "a" would need a new container
     assert dispatcher.images_in_flight == {"a": 1, "b": 3}
@@ -154,7 +155,7 @@ def test_the_dispatcher_prefers_episodes_whose_image_has_a_container_to_spare():
     dispatcher.put_back(nothing_spare)
     assert dispatcher.images_in_flight == {"a": 0, "b": 3}
     assert dispatcher.take() is nothing_spare  # put back first, and "a" has room again
-    unsteered = Dispatcher(episodes)  # no capacity given: plan order
+    unsteered = FairQueue(episodes)  # no capacity given: plan order
     assert [unsteered.take().task.index for _ in range(4)] == [0, 1, 2, 3]
 
 
@@ -333,7 +334,7 @@ def test_one_engine_outage_is_once_not_1_times():
 
 def test_a_large_plan_stops_when_the_sweep_is_interrupted():
     """974,000 episodes take seconds to plan: the sweep plans in a thread (its event loop hears a
-    SIGTERM meanwhile, scheduler._planned), which stops at its next epoch once told to."""
+    SIGTERM meanwhile, task_sets._planned), which stops at its next epoch once told to."""
     import threading
     import time
 

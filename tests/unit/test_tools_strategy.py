@@ -12,7 +12,7 @@ import pytest
 from agents.base import EpisodeOutcome, ToolAnswer, get_strategy
 from agents.models import OracleModel
 from agents.scripted import ScriptedModel, called
-from agents.strategies.common import retry_message
+from agents.strategies.turns import retry_message
 from agents.strategies.tools import rendered, tool_schemas
 from environments import make_environment
 from environments.kind import kind_spec

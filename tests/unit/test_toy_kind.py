@@ -17,7 +17,7 @@ import pytest
 from agents.base import get_strategy
 from agents.models import OracleModel, fenced
 from agents.parsing import extract_action
-from agents.strategies.common import prompt
+from agents.strategies.turns import prompt
 from environments import make_environment
 from environments.base import Environment
 from environments.kind import KindSpec, kind_spec, register

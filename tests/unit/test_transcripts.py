@@ -15,7 +15,7 @@ from contextlib import closing
 
 import aiohttp
 
-from agents.strategies.common import Dialogue
+from agents.strategies.turns import Dialogue
 from orchestrator.store import Store
 from orchestrator.store.store import SCHEMA
 from orchestrator.store.transcript import Transcript, decode, kept, runs, turns_of_calls

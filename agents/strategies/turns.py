@@ -1,4 +1,4 @@
-"""What the strategies share: prompt templates, the dialogue window, observation clipping, asking
+"""What the strategies share, turn by turn: prompt templates, the dialogue window, observation clipping, asking
 the model, and one turn of the original's multi-turn harness.
 
 A turn whose output holds no code executes nothing: reward 0, the retry message as observation.
@@ -21,7 +21,7 @@ from pathlib import Path
 from string import Template
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from agents.base import AnswerStyle, EpisodeOutcome, Message, Model, Strategy, Turn
+from agents.base import AnswerStyle, EpisodeOutcome, Message, Model, Turn
 from agents.llm.errors import ModelError
 from environments.base import EpisodeEnvironment, Skill
 from environments.kind import kind_spec
@@ -178,21 +178,6 @@ def failed(outcome: EpisodeOutcome, error: ModelError) -> EpisodeOutcome:
     an answer (EpisodeOutcome.success is False for both)."""
     outcome.status = "budget_exhausted" if error.kind == "budget" else "model_error"
     outcome.error = str(error)
-    return outcome
-
-
-async def play(strategy: Strategy, env: EpisodeEnvironment, task: Task, model: Model, *, max_turns: int) -> EpisodeOutcome:
-    """Run `strategy`'s episode; for a kind scored only at `submit` (`submit_at_end`: Harbor's
-    verifier), an episode the strategy left unsubmitted (turns out, Single's one action) is
-    submitted here, as a last turn without a model answer (a turn per step left, for a
-    multi-step task)."""
-    outcome = await strategy.run(env, task, model, max_turns=max_turns)
-    # A multi-step task's `submit` ends one step: the steps left are submitted each in turn.
-    while kind_spec(env.kind).submit_at_end and not env.done and outcome.status not in ("model_error", "budget_exhausted"):
-        step = await env.step("submit")
-        outcome.turns.append(Turn("", "submit", step.observation, step.reward, True, env.breakdown()))
-        if step.done and step.reward == 1.0:
-            outcome.status = "solved"
     return outcome
 
 

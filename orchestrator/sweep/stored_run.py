@@ -1,0 +1,73 @@
+"""The sweep's second level: its store, and this run in it.
+
+The store is opened (its directory lock held), the episodes it already holds are skipped, and the
+run is recorded with its status at the end: finished, stopped (the budget ran out), interrupted
+(a cancellation, an engine gone: a resume finishes it) or failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import structlog
+
+from foundation.errors import EngineUnavailable
+from foundation.settings import PROJECT_ROOT
+from orchestrator.store import Store
+from orchestrator.store.store import config_json
+from orchestrator.sweep.config import SweepConfig
+from orchestrator.sweep.plan import PlannedEpisode
+from orchestrator.sweep.progress import SweepProgress
+from orchestrator.sweep.task_sets import SweepInputs
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass
+class StoredRun:
+    store: Store
+    run_id: int
+    todo: list[PlannedEpisode]  # the episodes the store does not hold yet
+    left: int = 0  # of `todo`, those left for a resume (the budget ran out): set by the levels below
+
+
+@asynccontextmanager
+async def stored_run(config: SweepConfig, inputs: SweepInputs, sweep_hash: str,
+                     progress: SweepProgress) -> AsyncIterator[StoredRun]:
+    async with Store.open(config.output, sweep=config.name, identity=inputs.identity) as store:
+        done = await store.finished_keys()
+        todo = [e for e in inputs.episodes if e.key not in done]
+        progress.plan(inputs.episodes, done)
+        run_id = await store.start_run(sweep=config.name, identity=inputs.identity, sweep_hash=sweep_hash,
+                                       git_sha=await _git_sha(), config_json=config_json(config))
+        log.info("sweep_start", sweep=config.name, run=run_id, planned=len(inputs.episodes),
+                 skipped=len(inputs.episodes) - len(todo))
+        run = StoredRun(store, run_id, todo)
+        status = "failed"
+        try:
+            yield run
+            status = "finished" if run.left == 0 else "stopped"
+        except (asyncio.CancelledError, EngineUnavailable):  # a resume finishes it
+            status = "interrupted"
+            raise
+        finally:
+            await asyncio.shield(store.finish_run(run_id, status))
+            log.info("sweep_end", sweep=config.name, run=run_id, status=status)
+
+
+async def _git_sha() -> str | None:
+    """The project's commit (with '+dirty' if the checkout has changes), or None outside git."""
+    def read() -> str | None:
+        try:
+            sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT, capture_output=True, text=True,
+                                 timeout=10, check=True).stdout.strip()
+            dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=PROJECT_ROOT,
+                                   capture_output=True, text=True, timeout=10).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return f"{sha}+dirty" if dirty else sha
+    return await asyncio.to_thread(read)

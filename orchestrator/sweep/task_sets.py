@@ -1,0 +1,75 @@
+"""The sweep's first level: everything its file names, checked before anything is claimed.
+
+The task sets resolved into tasks (and what tasks of your own bring: kinds, images), every model
+checked, the agents of yours brought, and the episodes planned. A refused sweep claims no output
+directory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import structlog
+
+from environments.kind import kind_spec
+from foundation.errors import ConfigError
+from orchestrator.cluster import require_ray
+from orchestrator.sweep.config import SweepConfig
+from orchestrator.sweep.own_agents import Brought, bring
+from orchestrator.sweep.plan import PlannedEpisode, plan
+from orchestrator.sweep.sweep_models import check_models
+from orchestrator.tasksets import TaskSet, resolve
+from tasks import Task
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class SweepInputs:
+    task_sets: dict[str, TaskSet]  # by label
+    brought: Brought  # the agents of yours, their layers and digests
+    episodes: list[PlannedEpisode]  # every episode of the sweep, stored or not
+    identity: str  # what makes two runs the same sweep (the store refuses another's directory)
+
+    def tasks(self) -> list[Task]:
+        return [task for task_set in self.task_sets.values() for task in task_set.tasks]
+
+
+async def prepare(config: SweepConfig, data_dir: Path | None) -> SweepInputs:
+    if config.cluster is not None:
+        require_ray("the sweep's [cluster]")
+    resolved = await asyncio.to_thread(load_task_sets, config, data_dir)
+    await asyncio.to_thread(check_models, config, data_dir)
+    brought = await asyncio.to_thread(bring, config)
+    episodes = await _planned(config, {label: found.tasks for label, found in resolved.items()})
+    identity = config.identity([*(found.digest for found in resolved.values()), *brought.digests])
+    return SweepInputs(resolved, brought, episodes, identity)
+
+
+def load_task_sets(config: SweepConfig, data_dir: Path | None) -> dict[str, TaskSet]:
+    """Every task set, resolved; ConfigError when two environments of your own share a name."""
+    found: dict[str, TaskSet] = {}
+    places: dict[str, str] = {}
+    for spec in config.tasks:
+        task_set = found[spec.label] = resolve(spec, base_dir=config.base_dir, data_dir=data_dir)
+        for note in task_set.notes:
+            log.warning("task_set_note", task_set=spec.label, note=note)
+        place = kind_spec(task_set.kind).directory
+        if place is not None and places.setdefault(task_set.kind, place) != place:
+            raise ConfigError(f"two environments are named {task_set.kind!r} ({places[task_set.kind]} and {place}): "
+                              "rename one in its environment.toml")
+    return found
+
+
+async def _planned(config: SweepConfig, task_sets: dict[str, list[Task]]) -> list[PlannedEpisode]:
+    """The plan, made in a thread: the event loop hears a SIGTERM meanwhile, and the thread then
+    stops at its next epoch instead of finishing a plan nobody will run."""
+    stop = threading.Event()
+    try:
+        return await asyncio.to_thread(plan, config, task_sets, stop)
+    except asyncio.CancelledError:
+        stop.set()
+        raise
