@@ -16,7 +16,7 @@ from foundation.pool.pool import Pool
 DEMO_IMAGE = "intercode/nl2bash-fs1"
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("pool", help="warm container pool: demo, status, reap")
     cmds = parser.add_subparsers(dest="pool_command", metavar="ACTION", required=True)
     demo = cmds.add_parser("demo", help="warm a pool, run actions in parallel leases, show timings")

@@ -20,7 +20,7 @@ from orchestrator.task_check import check_all, stderr
 from orchestrator.tasksets import of_directory
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("tasks", help="tasks of your own: scaffold one, check that each is solvable and not "
                             "trivial, open a shell in one")
     cmds = parser.add_subparsers(dest="tasks_command", metavar="ACTION", required=True)

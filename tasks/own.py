@@ -25,6 +25,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from foundation.validation import invalid_line
 from foundation.errors import ConfigError
 from tasks.model import Task
 from tasks.registry import read_records
@@ -146,14 +147,7 @@ def _manifest(path: Path) -> Manifest:
     try:
         return Manifest.model_validate(data)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        where = ".".join(str(part) for part in error["loc"]) or "(top level)"
-        message = error["msg"].removeprefix("Value error, ")
-        if error["type"] == "extra_forbidden":
-            message = f"unknown key; allowed: {', '.join(Manifest.model_fields)}"
-        elif error["type"] == "missing":
-            message = "required key is missing"
-        raise ConfigError(f"{path}: {where}: {message}") from None
+        raise ConfigError(f"{path}: {invalid_line(exc, Manifest)}") from None
 
 
 def _dataset(root: Path, manifest: Manifest) -> Path:

@@ -101,7 +101,7 @@ def _kind(exc: BaseException) -> str:
         # imports per call (its MCP gateway's, for any call with `tools`) missing too: no retry installs it.
         return "setup" if any(isinstance(e, ImportError) for e in chain) else "connection"
     table: list[tuple[type[BaseException], str]] = [
-        (litellm.ContextWindowExceededError, "context_window"),
+        (litellm.exceptions.ContextWindowExceededError, "context_window"),
         (openai.AuthenticationError, "auth"), (openai.PermissionDeniedError, "auth"),
         (openai.RateLimitError, "rate_limit"), (openai.NotFoundError, "not_found"),
         (openai.BadRequestError, "bad_request"), (openai.UnprocessableEntityError, "bad_request"),

@@ -15,14 +15,15 @@ import socket
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import aiodocker
 import ray
 import structlog
 
 from environments import make_environment
-from environments.base import ScoringFailed
+from environments.base import StepResult
 from environments.own import own_kind
 from environments.runtime import RewardMode, Runtime
 from environments.sql_server import sql_server
@@ -33,6 +34,7 @@ from foundation.errors import SandboxError
 from foundation.pool.ownership import reap_orphans
 from foundation.settings import cache_dir
 from tasks.own import read_environment
+from orchestrator.cluster.calls import CALLS, CLOSE, HARNESS_STEP, OPEN_ENV, OPEN_RESET, RESET, SCORE, STEP, Reply
 from orchestrator.cluster.channel import ChannelAddress, ChannelServer
 from orchestrator.cluster.images import ImageLoader, image_facts
 
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
     from tasks import Task
 
 log = structlog.get_logger(__name__)
+T = TypeVar("T")
 
 RESOURCE_PREFIX = "intercode_host_"
 NAMESPACE = "intercode"
@@ -48,21 +51,6 @@ NAMESPACE = "intercode"
 # several sweeps, trainers and `cluster status` live there side by side.
 AGENT_SHARE = 0.001
 ENGINE_PING_TIMEOUT = 5.0  # seconds for the node's engine to answer a heartbeat's check
-# The agent's methods that the episodes' calls reach over its channel (orchestrator.cluster.channel)
-CHANNEL_METHODS = frozenset({"open_env", "open_reset", "reset", "step", "score", "harness_step", "close"})
-
-
-@dataclass(frozen=True, slots=True)
-class Reply:
-    value: Any
-    done: bool
-    rows: list[Any] | None
-    host: str
-    env_id: int
-    breakdown: dict[str, Any] | None = None  # the environment's state the strategies read without a call
-    failure: ScoringFailed | None = None
-
-
 def agent_name(resource: str) -> str:
     """The actor's name on the cluster: one agent per host resource, found again by name."""
     return f"agent-{resource}"
@@ -101,6 +89,7 @@ class HostAgent:
         self.tasks = TaskOwner(f"agent-{host}")
         self.server: ChannelServer | None = None
         self.address: ChannelAddress | None = None
+        self.answers = held_to_the_table(self)  # the calls its channel carries
 
     async def configure(self, settings: AgentSettings) -> None:
         """The sweep's settings for the runtime this agent opens next (before `start`)."""
@@ -131,11 +120,12 @@ class HostAgent:
         assert self.address is not None
         return self.address
 
-    async def _dispatch(self, method: str, args: tuple[Any, ...]) -> Any:
-        if method not in CHANNEL_METHODS:
-            raise SandboxError(f"{method} is not a call the channel carries")
+    async def _dispatch(self, name: str, args: tuple[Any, ...]) -> Any:
+        """A call of the table (orchestrator/cluster/calls.py) that came over the channel."""
+        if name not in CALLS:
+            raise SandboxError(f"{name} is not a call the channel carries")
         self._engine_settings()
-        return await getattr(self, method)(*args)
+        return await self.answers[name](*args)
 
     def _engine_settings(self) -> None:
         """This call's engine calls with the runtime's deadline, and its stalls told to its watch
@@ -204,10 +194,10 @@ class HostAgent:
         return env_id
 
     @ray.method(enable_task_events=False)  # per action: no record for Ray's state API
-    async def reset(self, env_id: int, task: Task, multi_turn: bool = False) -> Reply:
+    async def reset(self, env_id: int, task: Task, multi_turn: bool = False) -> Reply[str]:
         return await self._reset(env_id, task, multi_turn)
 
-    async def _reset(self, env_id: int, task: Task, multi_turn: bool) -> Reply:
+    async def _reset(self, env_id: int, task: Task, multi_turn: bool) -> Reply[str]:
         """A reset; one that fails, or is cancelled, closes its environment here (its lease given
         back): the sweep's episode fails with it, and nobody would close it later."""
         try:
@@ -217,20 +207,32 @@ class HostAgent:
             raise
 
     @ray.method(enable_task_events=False)  # per action: no record for Ray's state API
-    async def open_reset(self, kind: str, task: Task, multi_turn: bool = False) -> Reply:
+    async def open_reset(self, kind: str, task: Task, multi_turn: bool = False) -> Reply[str]:
         """`open_env` and `reset` in one call (an episode's first)."""
+        return await self._open_reset(kind, task, multi_turn)
+
+    async def _open_reset(self, kind: str, task: Task, multi_turn: bool) -> Reply[str]:
         return await self._reset(await self._open_env(kind), task, multi_turn)
 
     @ray.method(enable_task_events=False)  # per action: no record for Ray's state API
-    async def step(self, env_id: int, action: str) -> Reply:
+    async def step(self, env_id: int, action: str) -> Reply[StepResult]:
+        return await self._step(env_id, action)
+
+    async def _step(self, env_id: int, action: str) -> Reply[StepResult]:
         return self._reply(env_id, await self.envs[env_id].step(action))
 
     @ray.method(enable_task_events=False)  # per action: no record for Ray's state API
-    async def score(self, env_id: int) -> Reply:
+    async def score(self, env_id: int) -> Reply[tuple[float, dict[str, Any]]]:
+        return await self._score(env_id)
+
+    async def _score(self, env_id: int) -> Reply[tuple[float, dict[str, Any]]]:
         return self._reply(env_id, await self.envs[env_id].score())
 
     @ray.method(enable_task_events=False)  # per action: no record for Ray's state API
-    async def harness_step(self, env_id: int, action: str) -> Reply:
+    async def harness_step(self, env_id: int, action: str) -> Reply[tuple[float, str, bool]]:
+        return await self._harness_step(env_id, action)
+
+    async def _harness_step(self, env_id: int, action: str) -> Reply[tuple[float, str, bool]]:
         return self._reply(env_id, await self.envs[env_id].harness_step(action))
 
     @ray.method(enable_task_events=False)  # per action: no record for Ray's state API
@@ -281,9 +283,18 @@ class HostAgent:
             self.docker = await self.stack.enter_async_context(engine())
         return self.docker
 
-    def _reply(self, env_id: int, value: Any) -> Reply:
+    def _reply(self, env_id: int, value: T) -> Reply[T]:
         env = self.envs[env_id]
         return Reply(value, env.done, env.observation_rows(), self.host, env_id, env.breakdown(), env.failure)
+
+
+def held_to_the_table(agent: HostAgent) -> dict[str, Callable[..., Awaitable[Any]]]:
+    """The agent's answer to each call of the table, by its name; the type checker compares each
+    method with its entry's arguments and reply (orchestrator/cluster/calls.py)."""
+    return {OPEN_ENV.name: OPEN_ENV.check(agent._open_env), OPEN_RESET.name: OPEN_RESET.check(agent._open_reset),
+            RESET.name: RESET.check(agent._reset), STEP.name: STEP.check(agent._step),
+            SCORE.name: SCORE.check(agent._score), HARNESS_STEP.name: HARNESS_STEP.check(agent._harness_step),
+            CLOSE.name: CLOSE.check(agent._close)}
 
 
 # The actor class; HostAgent stays a plain class, whose methods call each other directly

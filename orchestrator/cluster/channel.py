@@ -34,8 +34,8 @@ from aiohttp import web
 
 from foundation.concurrency import TaskOwner
 from foundation.errors import SandboxError
+from orchestrator.cluster.calls import OPENING
 
-OPENING = frozenset({"open_env", "open_reset"})  # calls whose answer holds an environment on the host
 log = structlog.get_logger(__name__)
 
 TOKEN_HEADER = "X-Intercode-Token"

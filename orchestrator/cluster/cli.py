@@ -23,7 +23,7 @@ DOWN_TIMEOUT = 60.0  # seconds for an agent to remove its containers
 STATUS_TIMEOUT = 10.0  # seconds for a sweep's agent to say what it holds
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("cluster", help="host agents on a Ray cluster (docs/cluster.md)")
     cmds = parser.add_subparsers(dest="cluster_command", metavar="ACTION", required=True)
     status = cmds.add_parser("status", help="each host: its images with their ids, pools and episodes in flight")

@@ -21,17 +21,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 import ray.exceptions
 
 from environments.base import EpisodeEnvironment, ScoringFailed, Skill, StepResult, ToolServer
 from foundation.concurrency import TaskOwner, stop
+from orchestrator.cluster.calls import CLOSE, HARNESS_STEP, OPEN_ENV, OPEN_RESET, RESET, SCORE, STEP, RemoteCall, Reply
 from orchestrator.cluster.channel import Channel, HostLost
 
 if TYPE_CHECKING:
-    from orchestrator.cluster.agent import Reply
     from tasks import Task
+
+__all__ = ["HostLost", "RemoteEnvironment"]
+P = ParamSpec("P")
+R = TypeVar("R")
+T = TypeVar("T")
 
 
 class RemoteEnvironment:
@@ -64,7 +69,7 @@ class RemoteEnvironment:
         """Open the environment on the host now (it counts as in flight there from here)."""
         if self.env_id is None:
             try:
-                self.env_id = await self._send("open_env", self.kind)
+                self.env_id = await self._send(OPEN_ENV, self.kind)
             except ray.exceptions.RayActorError as exc:
                 raise HostLost(f"the host agent is gone before the episode began: {type(exc).__name__}") from exc
 
@@ -78,8 +83,8 @@ class RemoteEnvironment:
     async def reset(self, task: Task, *, multi_turn: bool = False) -> str:
         self.task = task
         if self.env_id is None:
-            return await self._call("open_reset", task, multi_turn)
-        return await self._call("reset", task, multi_turn)
+            return self._took(await self._sent(OPEN_RESET, self.kind, task, multi_turn))
+        return await self._on_env(RESET, task, multi_turn)
 
     def begin_reset(self, task: Task, *, multi_turn: bool = False) -> asyncio.Future[str]:
         """As `Environment.begin_reset`: the reset runs while the first answer is asked for."""
@@ -93,15 +98,15 @@ class RemoteEnvironment:
 
     async def step(self, action: str) -> StepResult:
         await self.ready()
-        return await self._call("step", action)
+        return await self._on_env(STEP, action)
 
     async def score(self) -> tuple[float, dict[str, Any]]:
         await self.ready()
-        return await self._call("score")
+        return await self._on_env(SCORE)
 
     async def harness_step(self, action: str) -> tuple[float, str, bool]:
         await self.ready()
-        return await self._call("harness_step", action)
+        return await self._on_env(HARNESS_STEP, action)
 
     def observation_rows(self) -> list[Any] | None:
         return self._rows
@@ -122,37 +127,46 @@ class RemoteEnvironment:
         if env_id is None or (self.lost is not None and self.lost.done()):
             return  # a lost host has nothing left to give back
         with contextlib.suppress(ray.exceptions.RayActorError, HostLost):
-            closing = await self._submit("close", env_id)
+            closing = await self._submit(CLOSE, env_id)
             if self.close_later is not None:
                 self.close_later(closing)
                 return
-            await asyncio.shield(self._answer(closing, "close"))  # a cancelled episode still gives it back
+            await asyncio.shield(self._answer(closing, CLOSE.name))  # a cancelled episode still gives it back
 
-    async def _call(self, method: str, *args: Any) -> Any:
+    async def _on_env(self, call: RemoteCall[Concatenate[int, P], Reply[T]], *args: P.args, **kwargs: P.kwargs) -> T:
+        """A call on this environment (opened first: a step before any reset gets the host's
+        environment to say what is wrong)."""
+        await self.open()
+        assert self.env_id is not None
+        return self._took(await self._sent(call, self.env_id, *args, **kwargs))
+
+    async def _sent(self, call: RemoteCall[P, Reply[T]], *args: P.args, **kwargs: P.kwargs) -> Reply[T]:
+        """The call's reply; the environment's own error raised as itself, a host gone as HostLost."""
         try:
-            if method == "open_reset":
-                reply: Reply = await self._send(method, self.kind, *args)
-            else:
-                await self.open()  # a step before any reset: the host's environment says what is wrong
-                reply = await self._send(method, self.env_id, *args)
+            return await self._send(call, *args, **kwargs)
         except ray.exceptions.RayTaskError as exc:
             raise exc.cause from None  # the environment's own error, as a local one would raise it
         except ray.exceptions.RayActorError as exc:
-            raise HostLost(f"the host agent of {self.host or 'this environment'} is gone during {method}: "
+            raise HostLost(f"the host agent of {self.host or 'this environment'} is gone during {call.name}: "
                            f"{type(exc).__name__}") from exc
+
+    def _took(self, reply: Reply[T]) -> T:
+        """The reply's value, its state kept for the strategies to read."""
         self.env_id, self.done, self._rows = reply.env_id, reply.done, reply.rows
         self._breakdown, self.failure = reply.breakdown, reply.failure
         self.hosts.append(reply.host)
         return reply.value
 
-    async def _send(self, method: str, *args: Any) -> Any:
-        return await self._answer(await self._submit(method, *args), method)
+    async def _send(self, call: RemoteCall[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+        answer: R = await self._answer(await self._submit(call, *args, **kwargs), call.name)
+        return answer
 
-    async def _submit(self, method: str, *args: Any) -> asyncio.Future[Any]:
-        """The call sent; its answer to come."""
+    async def _submit(self, call: RemoteCall[P, R], *args: P.args, **kwargs: P.kwargs) -> asyncio.Future[Any]:
+        """The call sent (by its name and its arguments, as the table says); its answer to come."""
+        assert not kwargs, "a remote call's arguments go by position"
         if self.channel is not None:
-            return await self.channel.submit(method, *args)
-        return asyncio.wrap_future(getattr(self.agent, method).remote(*args).future())
+            return await self.channel.submit(call.name, *args)
+        return asyncio.wrap_future(getattr(self.agent, call.name).remote(*args).future())
 
     async def _answer(self, answer: asyncio.Future[Any], method: str) -> Any:
         """The call's value, or HostLost as soon as the host is known to be lost (the call is

@@ -49,7 +49,7 @@ def images_of(finder: TaskFinder, episodes: list[Episode]) -> list[str]:
     return sorted({task.image for episode in episodes if (task := finder.find(episode)) is not None and task.image})
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("replay", help="replay trajectory files of the original's scripts; per-turn agreement, "
                                            "or the paper's success table")
     parser.add_argument("files", nargs="*", type=Path, metavar="TRAJECTORY_FILE")

@@ -79,7 +79,7 @@ def report(outcomes: list[GoldOutcome], tasks: list[Task], seconds: float) -> No
 def _why(outcome: GoldOutcome) -> str:
     d = outcome.detail
     if outcome.status == "unavailable":
-        return d.get("reason", "")
+        return str(d.get("reason", ""))
     parts = [f"{k}={d[k]}" for k in ("file_diff", "file_changes", "answer_similarity", "diff_miss", "diff_extra")
              if k in d]
     return "; ".join(parts) or json.dumps(d, default=str)[:200]

@@ -18,7 +18,7 @@ from orchestrator.tasksets import of_directory
 from tasks import DATASETS, Task, load_tasks
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("validate", help="run every task's gold solution; share reaching reward 1")
     parser.add_argument("env", metavar="ENV", help=f"{', '.join(kind_names())}, or a directory: an environment of "
                         "your own or Harbor task folders")

@@ -14,7 +14,7 @@ from orchestrator.images.engine_build import Line, Progress, find_image
 from orchestrator.images.specs import BASE_IMAGE, BY_NAME
 
 
-def add_parser(subparsers: Any) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     images = subparsers.add_parser("images", help="build the environments' Docker images, or list them")
     cmds = images.add_subparsers(dest="images_command", metavar="SUBCOMMAND", required=True)
     build = cmds.add_parser("build", help="build images whose inputs changed (all when no NAME is given)")

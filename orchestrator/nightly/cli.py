@@ -11,11 +11,12 @@ import asyncio
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from foundation.errors import ConfigError
+from foundation.validation import invalid_line
 from foundation.logs import logging_to_file
 from orchestrator.output_files import make_directory, write_files
 from orchestrator.nightly.compare import CompareSettings, Comparison, compare
@@ -27,11 +28,13 @@ from orchestrator.store.results import load_results
 from orchestrator.sweep.cli import data_dir_for
 from orchestrator.sweep.config import load_sweep
 
+M = TypeVar("M", bound=BaseModel)
+
 HISTORY_NAME = "nightly-history.db"
 COMPARE_FIX = "give --out DIR, a directory you can write"
 
 
-def add_parser(subparsers: Any) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Registers both commands (one COMMAND_MODULES entry)."""
     parser = subparsers.add_parser(
         "compare", help="paired comparison of two sweep output directories; exit 1 on a significant regression",
@@ -65,12 +68,11 @@ def _add_settings(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples (default 10000)")
 
 
-def _validated(cls: Any, **values: Any) -> Any:
+def _validated(cls: type[M], **values: Any) -> M:
     try:
         return cls(**values)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        raise ConfigError(f"--{str(first['loc'][0]).replace('_', '-')}: {first['msg']}") from None
+        raise ConfigError(invalid_line(exc, cls, key=lambda where: f"--{where.replace('_', '-')}")) from None
 
 
 def compare_settings(args: argparse.Namespace) -> CompareSettings:

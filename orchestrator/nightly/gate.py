@@ -19,7 +19,7 @@ from pathlib import Path
 from orchestrator.store.results import Episode, load_results
 from orchestrator.sweep.config import ModelConfig, SweepConfig
 from orchestrator.sweep.progress import SweepProgress
-from orchestrator.sweep.run import run_sweep
+from orchestrator.sweep.levels import run_sweep
 
 GATE_DIR = "oracle-gate"
 

@@ -45,7 +45,7 @@ from orchestrator.report.cli import write_report
 from orchestrator.store.results import load_results
 from orchestrator.sweep.config import SweepConfig
 from orchestrator.sweep.progress import SweepProgress
-from orchestrator.sweep.run import run_sweep
+from orchestrator.sweep.levels import run_sweep
 
 METRICS = ("success rate", "mean reward")
 

@@ -15,7 +15,7 @@ from orchestrator.report.content import build_content
 from orchestrator.store.results import load_results
 
 
-def add_parser(subparsers: Any) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("report", help="summarize a sweep's results.db as report.md and report.html")
     parser.add_argument("outdir", type=Path, metavar="OUTDIR", help="the sweep's output directory")
     parser.set_defaults(handler=run)

@@ -90,4 +90,5 @@ def paired_bootstrap(a: Sequence[float], b: Sequence[float], *, resamples: int =
 
 
 def _mean_difference(first: np.ndarray, second: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.mean(first - second, axis=axis)
+    difference: np.ndarray = np.mean(first - second, axis=axis)
+    return difference

@@ -19,7 +19,7 @@ WRITES = {"intercode": "trajectory files", "inspect": "Inspect AI eval logs"}
 INSPECT_EXTRA = "pip install 'intercode-orchestrator[inspect]'"
 
 
-def add_parser(subparsers: Any) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("export", help="write a sweep's episodes as InterCode trajectories or Inspect AI logs")
     parser.add_argument("outdir", type=Path, metavar="OUTDIR", help="the sweep's output directory")
     parser.add_argument("--format", choices=list(WRITES), default="intercode",

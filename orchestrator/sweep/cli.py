@@ -19,7 +19,7 @@ from tasks import DATASETS
 OUTPUT_FIX = "choose another `output` in the sweep file, or give --output DIR"
 
 
-def add_parser(subparsers: Any) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "sweep", help="run models × strategies × task sets from a TOML file; run it again to resume",
         description="Run every episode of the sweep file into OUTPUT/results.db. Running the same file "
@@ -59,7 +59,7 @@ async def run(args: argparse.Namespace) -> int:
     # Imported once the file is good: they bring the engine client, the pool and the models (a
     # second of imports that a mistake in the file should not wait for).
     from orchestrator.sweep.progress import SweepProgress
-    from orchestrator.sweep.run import run_sweep
+    from orchestrator.sweep.levels import run_sweep
 
     progress = SweepProgress(quiet=args.quiet)
     with ExitStack() as stack:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import tomllib
-import typing
 from pathlib import Path
 from typing import Any, Literal
 
@@ -37,6 +36,7 @@ from pydantic import (
 from agents.base import STRATEGIES
 from agents.own import is_agent_name
 from agents.llm import ModelLimits
+from foundation.validation import invalid_line
 from foundation.errors import ConfigError
 from orchestrator.cluster.settings import ClusterSettings
 from orchestrator.taskset_config import TaskSetConfig
@@ -278,7 +278,7 @@ def load_sweep(path: Path, overrides: dict[str, Any] | None = None) -> tuple[Swe
     try:
         config = SweepConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(f"{path}: {describe(exc)}") from None
+        raise ConfigError(f"{path}: {invalid_line(exc, SweepConfig)}") from None
     config._base_dir = path.resolve().parent
     return config, hashlib.sha256(raw).hexdigest()
 
@@ -299,34 +299,3 @@ def _check_values(path: Path, data: dict[str, Any]) -> None:
             stack.extend(((*where, str(k)), v) for k, v in value.items())
         elif isinstance(value, list):
             stack.extend(((*where, str(i)), v) for i, v in enumerate(value))
-
-
-def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
-    """The keys the model at `loc` (inside SweepConfig) accepts."""
-    model: Any = SweepConfig
-    parts = iter(loc)
-    for part in parts:
-        if isinstance(part, int):
-            continue
-        annotation = model.model_fields[part].annotation
-        if typing.get_origin(annotation) is dict:
-            next(parts, None)  # the table's own key (an image name), not a field
-        model = next((a for a in (annotation, *getattr(annotation, "__args__", ()))
-                      if isinstance(a, type) and issubclass(a, BaseModel)), None)
-        if model is None:
-            return []
-    return list(model.model_fields)
-
-
-def describe(exc: ValidationError) -> str:
-    """The first validation error as `key.path: what is wrong` (and how many more there are)."""
-    errors = exc.errors()
-    first = errors[0]
-    where = ".".join(str(part) for part in first["loc"]) or "(top level)"
-    message = first["msg"].removeprefix("Value error, ")
-    if first["type"] == "extra_forbidden":
-        message = f"unknown key; allowed: {', '.join(_allowed_keys(first['loc'][:-1]))}"
-    elif first["type"] == "missing":
-        message = "required key is missing"
-    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    return f"{where}: {message}{more}"

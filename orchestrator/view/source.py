@@ -162,7 +162,7 @@ def token_text(token: tuple[Any, ...]) -> str:
 
 def running(token: tuple[Any, ...]) -> bool:
     """Whether the store's latest run is going (its pages keep polling), by its change token."""
-    return token[-1] == "running"
+    return bool(token[-1] == "running")
 
 
 def share_indexes(sources: Sequence[Source]) -> None:

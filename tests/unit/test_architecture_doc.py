@@ -98,13 +98,13 @@ def test_every_path_of_the_walk_resolves_and_the_walk_never_goes_back():
 
 def test_a_path_that_stops_resolving_fails_and_so_does_a_walk_that_goes_back():
     text = DOC.read_text()
-    assert "`orchestrator.sweep.run.run_sweep`" in text
+    assert "`orchestrator.sweep.levels.run_sweep`" in text
     with pytest.raises(AssertionError, match="run_sweep_renamed"):
-        modules_of(walk(text.replace("`orchestrator.sweep.run.run_sweep`", "`orchestrator.sweep.run.run_sweep_renamed`")))
+        modules_of(walk(text.replace("`orchestrator.sweep.levels.run_sweep`", "`orchestrator.sweep.levels.run_sweep_renamed`")))
     with pytest.raises(AssertionError, match="orchestrator.sweep has no scheduler"):
-        modules_of(walk(text.replace("`orchestrator.sweep.run.run_sweep`", "`orchestrator.sweep.scheduler.run_sweep`")))
+        modules_of(walk(text.replace("`orchestrator.sweep.levels.run_sweep`", "`orchestrator.sweep.scheduler.run_sweep`")))
     steps = walk(text)
-    assert revisits(steps + [["orchestrator.sweep.run.run_sweep"]]) == ["orchestrator.sweep.run comes back in the walk"]
+    assert revisits(steps + [["orchestrator.sweep.levels.run_sweep"]]) == ["orchestrator.sweep.levels comes back in the walk"]
     # the episode's entry point before the runner: the runner then calls `play`, of a step before it
     index = {paths[0]: n for n, paths in enumerate(steps)}
     runner, episode = index["orchestrator.sweep.runner.EpisodeRunner.run"], index["agents.episode.play"]
