@@ -43,7 +43,7 @@ from foundation.logs import configure
 from foundation.settings import resolve_data_dir
 from orchestrator.sweep.config import load_sweep
 from orchestrator.sweep.progress import SweepProgress
-from orchestrator.sweep.run import run_sweep
+from orchestrator.sweep.levels import run_sweep
 
 ORACLE = """
 name = "bench-oracle"
