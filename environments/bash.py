@@ -23,7 +23,7 @@ from typing import Any
 from environments.base import Environment
 from environments.file_ages import FileAges, age_files
 from environments.gold import GoldKey
-from environments.kind import KindSpec, register
+from environments.kind import KindSpec, TaskFile, register
 from environments.rewards.bash import (
     bash_reward,
     content_paths,
@@ -231,7 +231,8 @@ SPEC = register(KindSpec(
     name="bash", environment=BashEnv, language="BASH", setting="Bourne Shell", fence="bash", fence_tags=SHELL_TAGS,
     export_name="ic_bash", datasets=("nl2bash-fs1", "nl2bash-fs2", "nl2bash-fs3", "nl2bash-fs4"),
     starter="starter-bash", paper_parser="bash", harness_history=True, tool="bash", tool_argument="command",
-    tool_description="Run a command in the Bash shell and return what it printed."))
+    tool_description="Run a command in the Bash shell and return what it printed.",
+    task_file=TaskFile("dockerfile", required=True, purpose="the file system its tasks run on", commit_root=True)))
 
 
 def _changes_text(changes: list[tuple[str, str]], shown: int = 5) -> str:

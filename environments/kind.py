@@ -17,7 +17,7 @@ import importlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from foundation.errors import ConfigError
 
@@ -47,6 +47,17 @@ def _offers_nothing(task: Task) -> bool:
 
 def _no_limit(task: Task) -> float | None:
     return None
+
+
+@dataclass(frozen=True)
+class TaskFile:
+    """A task file of yours in a kind's format (`[[tasks]] path = FILE, kind = NAME`), and what its
+    image is built from: your Dockerfile, or your .sql dump loaded into the project's database image."""
+
+    source: Literal["dockerfile", "dump"]
+    required: bool  # the sweep file must give it; else the tasks run on the project's image of the kind
+    purpose: str  # what it is for, in the line that asks for it
+    commit_root: bool = False  # the image's files are the reward's baseline, committed at build (Bash's)
 
 
 @dataclass(frozen=True)
@@ -90,6 +101,7 @@ class KindSpec:
     # knows them once reset, so a strategy's first answer waits for the reset.
     offers_extras: Callable[[Task], bool] = _offers_nothing
     directory: str | None = None  # an environment of your own: where it is (a cluster's hosts load it from there)
+    task_file: TaskFile | None = None  # a task file of yours in this kind's format is welcome (NL2Bash's, Spider's, MBPP's)
 
     @property
     def tool_name(self) -> str:
@@ -118,6 +130,11 @@ def kind_spec(name: str) -> KindSpec:
         return _KINDS[name]
     except KeyError:
         raise ConfigError(f"unknown environment kind {name!r}; known: {', '.join(kind_names())}") from None
+
+
+def task_file_kinds() -> dict[str, TaskFile]:
+    """The kinds that take a task file of yours, and what builds its image."""
+    return {spec.name: spec.task_file for spec in all_kinds() if spec.task_file is not None}
 
 
 def kind_names() -> list[str]:

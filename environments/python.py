@@ -22,7 +22,7 @@ from typing import Any
 
 from environments.base import ACTION_EXECUTED, Environment, StepResult
 from environments.gold import GoldKey
-from environments.kind import KindSpec, register
+from environments.kind import KindSpec, TaskFile, register
 from environments.rewards.python import (
     CODES_BEFORE_TESTS,
     MbppCheck,
@@ -255,4 +255,5 @@ SPEC = register(KindSpec(
     starter="starter-python", gold_actions=_define_then_submit, submit_argument=" <function name>",
     submit_meaning="your function is tested", paper_parser="python", tool="python", tool_argument="code",
     tool_description="Run Python code in a persistent interpreter and return what it printed. Code that defines "
-                     "a function (starting with `def name(`) is also tested against hidden test cases right away."))
+                     "a function (starting with `def name(`) is also tested against hidden test cases right away.",
+    task_file=TaskFile("dockerfile", required=False, purpose="the image its tasks run in")))

@@ -27,7 +27,7 @@ import pymysql
 
 from environments.base import Environment, EpisodeError
 from environments.gold import GoldKey
-from environments.kind import KindSpec, register
+from environments.kind import KindSpec, TaskFile, register
 from environments.mysql8 import VERSION as MYSQL8
 from environments.mysql8 import as_mysql8 as mysql8_text
 from environments.mysql8 import refused_as_mysql8
@@ -275,4 +275,5 @@ SPEC = register(KindSpec(
     name="sql", environment=SqlEnv, language="SQL", setting="MySQL Database", fence="sql",
     fence_tags=frozenset({"sql", "mysql"}), export_name="ic_sql", datasets=("spider",), starter="starter-sql",
     paper_parser="sql", react_code="up_to_semicolon", paper_fenced=True, tool="sql", tool_argument="query",
-    tool_description="Run a SQL query on the MySQL database and return its result."))
+    tool_description="Run a SQL query on the MySQL database and return its result.",
+    task_file=TaskFile("dump", required=True, purpose="the .sql file its databases are loaded from")))

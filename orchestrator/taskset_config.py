@@ -1,17 +1,17 @@
 """A `[[tasks]]` table of the sweep file, as validated: where the tasks come from and which of
 them to keep. Resolving it into tasks is `orchestrator/tasksets.py`'s job; this module stays
-light (pydantic and the dataset table only) so that a sweep file is checked without importing
-what runs the tasks.
+light (pydantic and the dataset table; the kinds only for a task file of yours) so that a sweep
+file is checked without importing what runs the tasks.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import PurePath
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from environments.kind import task_file_kinds
 from tasks import DATASETS
 
 MAX_TASKS = 1_000_000  # most tasks a task set may keep (`sample`, `limit`, `indices`)
@@ -26,8 +26,8 @@ class TaskSetConfig(BaseModel):
     path: str | None = Field(None, description="an environment directory of your own (with environment.toml), "
                              "or with `kind` a task file of yours (JSON or JSONL)")
     harbor: str | None = Field(None, description="a Harbor task folder, or a folder of them")
-    kind: Literal["bash", "sql", "python"] | None = Field(
-        None, description="with `path`: the file is in this kind's format (NL2Bash's, Spider's, MBPP's)")
+    kind: str | None = Field(
+        None, description="with `path`: the file is in this kind's format (bash: NL2Bash's, sql: Spider's, python: MBPP's)")
     dockerfile: str | None = Field(None, description="kind bash (required) or python: the Dockerfile of the tasks' "
                                    "image; its directory is the build context")
     dump: str | None = Field(None, description="kind sql: the .sql file the tasks' databases are loaded from")
@@ -66,18 +66,27 @@ class TaskSetConfig(BaseModel):
                              f"(Harbor task folders){'; got ' + ', '.join(sources) if sources else ''}")
         if self.kind is not None and self.path is None:
             raise ValueError("`kind` goes with `path`, a task file of yours in that kind's format")
-        if self.kind == "bash" and self.dockerfile is None:
-            raise ValueError("a Bash task file needs `dockerfile`, the file system its tasks run on")
-        if self.kind == "sql" and self.dump is None:
-            raise ValueError("a SQL task file needs `dump`, the .sql file its databases are loaded from")
-        if self.dockerfile is not None and self.kind not in ("bash", "python"):
-            raise ValueError("`dockerfile` goes with kind = \"bash\" or \"python\" (an environment of your own "
-                             "names its Dockerfile in environment.toml)")
-        if self.dump is not None and self.kind != "sql":
-            raise ValueError("`dump` goes with kind = \"sql\"")
+        if self.kind is not None or self.dockerfile is not None or self.dump is not None:
+            self._check_task_file()
         if self.allow_internet and self.harbor is None:
             raise ValueError("`allow_internet` is for Harbor tasks")
         return self
+
+    def _check_task_file(self) -> None:
+        """A task file of yours in a kind's format, and what builds its image, as the kind says
+        (`KindSpec.task_file`; the kinds are imported only for such a task set)."""
+        formats = task_file_kinds()
+        if self.kind is not None and self.kind not in formats:
+            raise ValueError(f"kind {self.kind!r} takes no task file of yours; kinds that do: {', '.join(formats)}")
+        wanted = formats[self.kind] if self.kind is not None else None
+        given = {"dockerfile": self.dockerfile, "dump": self.dump}
+        if wanted is not None and wanted.required and given[wanted.source] is None:
+            raise ValueError(f"a {self.kind} task file needs `{wanted.source}`, {wanted.purpose}")
+        for source, value in given.items():
+            if value is not None and (wanted is None or wanted.source != source):
+                takers = " or ".join(f'"{name}"' for name, fmt in formats.items() if fmt.source == source)
+                own = " (an environment of your own names its Dockerfile in environment.toml)" if source == "dockerfile" else ""
+                raise ValueError(f"`{source}` goes with kind = {takers}{own}")
 
     @property
     def label(self) -> str:

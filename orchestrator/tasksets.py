@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from environments.kind import kind_spec
 from environments.own import own_kind
 from environments.runtime import pool_configs
 from foundation.errors import ConfigError
@@ -132,7 +133,10 @@ def _our_kind(spec: TaskSetConfig, base_dir: Path) -> TaskSet:
     where = hashlib.sha256(str(path).encode()).hexdigest()[:6]
     slug = re.sub(r"[^a-z0-9]+", "-", path.stem.lower()).strip("-")[:30] or "tasks"
     inputs = [path]
-    if spec.kind == "sql":
+    kind = kind_spec(spec.kind or "")
+    wanted = kind.task_file
+    assert wanted is not None  # the sweep file's check: a kind that takes a task file
+    if wanted.source == "dump":
         dump = _place(base_dir, spec.dump or "", "dump")
         image = register(_sql_image(f"intercode/sql-data-{slug}-{where}", dump)).tag.removesuffix(":latest")
         inputs.append(dump)
@@ -142,11 +146,11 @@ def _our_kind(spec: TaskSetConfig, base_dir: Path) -> TaskSet:
             raise ConfigError(f"dockerfile {dockerfile} does not exist")
         source = register(ImageSpec(f"data-{slug}-{where}-src", dockerfile.name, context_dir=dockerfile.parent,
                                     timeout=OWN_BUILD_TIMEOUT))
-        image = register(own_layer(f"data-{slug}-{where}", source, commit_root=spec.kind == "bash")).tag
+        image = register(own_layer(f"data-{slug}-{where}", source, commit_root=wanted.commit_root)).tag
         image = image.removesuffix(":latest")
         inputs.append(dockerfile)
     else:
-        image = get("python").tag.removesuffix(":latest")  # MBPP's format on the project's Python image
+        image = get(kind.name).tag.removesuffix(":latest")  # the project's image of the kind (MBPP's format: Python's)
     name = spec.name or f"{spec.kind}-{slug}"
     if name in DATASETS and DATASETS[name].path != str(path):
         raise ConfigError(f"task set name {name!r} is taken by another dataset: give this [[tasks]] a `name`")

@@ -34,7 +34,7 @@ from foundation.errors import SandboxError
 from foundation.pool.ownership import reap_orphans
 from foundation.settings import cache_dir
 from tasks.own import read_environment
-from orchestrator.cluster.calls import CALLS, CLOSE, HARNESS_STEP, OPEN_ENV, OPEN_RESET, RESET, SCORE, STEP, Reply
+from orchestrator.cluster.remote_calls import CALLS, CLOSE, HARNESS_STEP, OPEN_ENV, OPEN_RESET, RESET, SCORE, STEP, Reply
 from orchestrator.cluster.channel import ChannelAddress, ChannelServer
 from orchestrator.cluster.images import ImageLoader, image_facts
 
@@ -121,7 +121,7 @@ class HostAgent:
         return self.address
 
     async def _dispatch(self, name: str, args: tuple[Any, ...]) -> Any:
-        """A call of the table (orchestrator/cluster/calls.py) that came over the channel."""
+        """A call of the table (orchestrator/cluster/remote_calls.py) that came over the channel."""
         if name not in CALLS:
             raise SandboxError(f"{name} is not a call the channel carries")
         self._engine_settings()
@@ -290,7 +290,7 @@ class HostAgent:
 
 def held_to_the_table(agent: HostAgent) -> dict[str, Callable[..., Awaitable[Any]]]:
     """The agent's answer to each call of the table, by its name; the type checker compares each
-    method with its entry's arguments and reply (orchestrator/cluster/calls.py)."""
+    method with its entry's arguments and reply (orchestrator/cluster/remote_calls.py)."""
     return {OPEN_ENV.name: OPEN_ENV.check(agent._open_env), OPEN_RESET.name: OPEN_RESET.check(agent._open_reset),
             RESET.name: RESET.check(agent._reset), STEP.name: STEP.check(agent._step),
             SCORE.name: SCORE.check(agent._score), HARNESS_STEP.name: HARNESS_STEP.check(agent._harness_step),

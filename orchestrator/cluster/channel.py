@@ -34,7 +34,7 @@ from aiohttp import web
 
 from foundation.concurrency import TaskOwner
 from foundation.errors import SandboxError
-from orchestrator.cluster.calls import OPENING
+from orchestrator.cluster.remote_calls import OPENING
 
 log = structlog.get_logger(__name__)
 

@@ -27,7 +27,7 @@ import ray.exceptions
 
 from environments.base import EpisodeEnvironment, ScoringFailed, Skill, StepResult, ToolServer
 from foundation.concurrency import TaskOwner, stop
-from orchestrator.cluster.calls import CLOSE, HARNESS_STEP, OPEN_ENV, OPEN_RESET, RESET, SCORE, STEP, RemoteCall, Reply
+from orchestrator.cluster.remote_calls import CLOSE, HARNESS_STEP, OPEN_ENV, OPEN_RESET, RESET, SCORE, STEP, RemoteCall, Reply
 from orchestrator.cluster.channel import Channel, HostLost
 
 if TYPE_CHECKING:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from environments.file_ages import META, FileAges
+from environments.kind import kind_spec
 from orchestrator.fidelity.evidence import LS_FORM, Dated, dates, paths_listed, paths_missing
 from orchestrator.fidelity.file_systems import FileSystem, load_file_systems
 from orchestrator.fidelity.trajectories import Episode, TaskFinder
@@ -92,7 +93,7 @@ def infer_contexts(episodes: list[Episode], finder: TaskFinder, data_dir: Path) 
     systems = load_file_systems(data_dir)
     by_file: dict[str, list[Episode]] = defaultdict(list)
     for episode in episodes:
-        if episode.kind == "bash":
+        if kind_spec(episode.kind).harness_history:  # the original's long-lived containers (Bash's)
             by_file[episode.source].append(episode)
     anchor = time.time_ns()
     contexts = {}
