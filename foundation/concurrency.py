@@ -12,12 +12,14 @@ one place the project starts a task (tests/unit/test_task_ownership.py holds eve
   fails, every waiter gets that failure.
 - `stop(task)`: cancel a task and wait until it has ended, without swallowing a cancellation of
   the caller itself.
+- `all_of(awaitables)`: their results in order, as `asyncio.gather` gives them, but in a TaskGroup:
+  the first failure cancels the rest and is raised as itself.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Coroutine, Hashable
+from collections.abc import Awaitable, Callable, Coroutine, Hashable, Iterable
 from typing import Any, Generic, TypeVar
 
 import structlog
@@ -131,3 +133,24 @@ async def stop(task: asyncio.Future[Any] | None) -> None:
         await asyncio.wait([task])
     if not task.cancelled():
         task.exception()  # read: it was stopped, its error is nobody's
+
+
+async def all_of(awaitables: Iterable[Awaitable[T]]) -> list[T]:
+    """Each awaitable's result, in order; the first to fail cancels the others (their ends are
+    awaited) and is raised as itself, not in an ExceptionGroup, so callers catch it by its type."""
+    async def run(awaitable: Awaitable[T]) -> T:
+        return await awaitable
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(run(awaitable)) for awaitable in awaitables]
+    except BaseExceptionGroup as failed:
+        raise _first_leaf(failed) from None
+    return [task.result() for task in tasks]
+
+
+def _first_leaf(group: BaseExceptionGroup) -> BaseException:
+    error: BaseException = group
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    return error

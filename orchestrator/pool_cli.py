@@ -7,6 +7,7 @@ import asyncio
 import statistics
 import time
 
+from foundation.concurrency import all_of
 from foundation.engine import engine
 from foundation.errors import ConfigError
 from foundation.pool.config import ImagePoolConfig
@@ -46,7 +47,7 @@ async def _demo(args: argparse.Namespace) -> int:
             start = time.perf_counter()
             await pool.wait_idle(args.image, args.size)
             print(f"{args.size} containers of {args.image} warm in {time.perf_counter() - start:.2f} s")
-            timings = await asyncio.gather(*(_episode(pool, args.image, i) for i in range(args.episodes)))
+            timings = await all_of(_episode(pool, args.image, i) for i in range(args.episodes))
             leases, actions = zip(*timings)
             print(f"{args.episodes} episodes, {args.size} at a time: lease median {statistics.median(leases) * 1e3:.2f} ms"
                   f" (waits included), action median {statistics.median(a for al in actions for a in al) * 1e3:.2f} ms")

@@ -26,7 +26,7 @@ from environments.base import StepResult, TaskUnavailable, VerifierTimedOut
 from environments.harbor import SOLVE_FAILED, HarborEnv
 from environments.kind import gold_actions
 from environments.runtime import Runtime
-from foundation.concurrency import TaskOwner
+from foundation.concurrency import TaskOwner, all_of
 from foundation.settings import cache_dir
 from orchestrator.images.engine_build import Line
 from orchestrator.images.ensure import ensure_each
@@ -157,7 +157,7 @@ async def check_all(task_set: TaskSet, tasks: list[Task], *, concurrency: int, s
 
         async with TaskOwner("tasks-check") as owner:
             owner.spawn(checker.tick(), name="progress")
-            results = await asyncio.gather(*(checked(task) for task in tasks))
+            results = await all_of(checked(task) for task in tasks)
     if kept.exists():
         say(f"what each verifier wrote, per task: {kept}")
     return list(results)

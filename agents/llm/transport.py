@@ -29,7 +29,7 @@ from typing import Any, Protocol, cast
 
 import structlog
 
-from foundation.concurrency import TaskOwner
+from foundation.concurrency import TaskOwner, all_of
 from icdriver.protocol import HEADER, framed
 
 from .errors import ModelError, classify, redact
@@ -292,8 +292,8 @@ class WorkerTransport:
         """Start every worker and wait until each has litellm imported (a few seconds)."""
         for worker in self._workers:
             self._respawn(worker)
-        await asyncio.gather(*self._starting.values())
-        await asyncio.gather(*(w.ready for w in self._workers if w.ready is not None))
+        await all_of(self._starting.values())
+        await all_of(w.ready for w in self._workers if w.ready is not None)
         if dead := [w for w in self._workers if not w.alive]:
             code = dead[0].process.returncode if dead[0].process is not None else None
             raise ModelError("llm-worker", f"the LLM worker process exited at start (code {code}); "

@@ -4,8 +4,8 @@ It implements the Sandbox protocol (foundation/sandbox.py)."""
 from __future__ import annotations
 
 import tarfile
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import aiodocker
 

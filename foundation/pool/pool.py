@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import aiodocker
 import structlog
 
-from foundation.concurrency import TaskOwner
+from foundation.concurrency import TaskOwner, all_of
 from foundation.engine import engine_call
 from foundation.errors import EngineLost, ImageError, SandboxError
 from foundation.pool.config import ActionLimits, ImagePoolConfig
@@ -205,7 +205,7 @@ class Pool:
         """The engine is back: forget every container of this run and remove what is left of them
         (and of those we could not remove before), then serve leases again. SandboxError when the
         engine went away again meanwhile."""
-        await asyncio.gather(*(pool.forget() for pool in self._pools.values()))
+        await all_of(pool.forget() for pool in self._pools.values())
         removed = await self._remove_leftovers()  # before any new container carries the label
         self._suspended = None
         for pool in self._pools.values():

@@ -27,7 +27,7 @@ from environments.base import StepResult
 from environments.own import own_kind
 from environments.runtime import RewardMode, Runtime
 from environments.sql_server import sql_server
-from foundation.concurrency import TaskOwner
+from foundation.concurrency import TaskOwner, all_of
 from foundation import logs
 from foundation.engine import CALL_TIMEOUT, engine, engine_host, use_engine_settings
 from foundation.errors import SandboxError
@@ -155,7 +155,7 @@ class HostAgent:
             if image not in self.services:
                 self.services[image] = self.tasks.start(sql_server(self.runtime, image), name=f"start {image}")
         try:
-            await asyncio.gather(*(self.runtime.pool.warm(image, n) for image, n in containers.items()))
+            await all_of(self.runtime.pool.warm(image, n) for image, n in containers.items())
         except SandboxError as exc:
             log.warning("pool_warm_failed", host=self.host, error=str(exc))
 

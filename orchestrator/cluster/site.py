@@ -40,7 +40,7 @@ import ray
 import ray.exceptions
 import structlog
 
-from foundation.concurrency import TaskOwner
+from foundation.concurrency import TaskOwner, all_of
 from foundation.engine import engine
 from foundation.errors import UserError
 from orchestrator.cluster.agent import AgentSettings, node_cpus, spawn
@@ -188,8 +188,8 @@ class ClusterSite:
                 assert self.docker is not None
                 digests = await sync_images(self.docker, agents, self.images + self._companions(),
                                             ship=self.settings.ship_images)
-                hosts = await asyncio.gather(*(self._start(resource, agents[resource], cpus, digests[resource])
-                                               for resource, cpus in nodes.items()))
+                hosts = await all_of(self._start(resource, agents[resource], cpus, digests[resource])
+                                    for resource, cpus in nodes.items())
         except BaseException:
             await asyncio.gather(*(_kill(agent) for agent in agents.values()))
             raise

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Any
 
 from foundation.engine import engine
 from foundation.settings import DATA_DIR_ENV, resolve_data_dir

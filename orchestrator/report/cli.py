@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 from pathlib import Path
-from typing import Any
 
 from orchestrator.output_files import write_files
 from orchestrator.report.html import render_html

@@ -7,7 +7,6 @@ import argparse
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from foundation.errors import ConfigError
 from orchestrator.output_files import CannotWrite, cannot_write, make_directory

@@ -7,7 +7,6 @@ import asyncio
 import sys
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
 
 from foundation.errors import DataDirError
 from foundation.logs import logging_to_file

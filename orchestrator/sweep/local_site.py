@@ -7,7 +7,6 @@ each image's share of the concurrency before the first episode.
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import math
 import socket
@@ -22,7 +21,7 @@ import structlog
 from environments import make_environment
 from environments.runtime import Runtime, is_service
 from environments.sql_server import sql_server
-from foundation.concurrency import TaskOwner
+from foundation.concurrency import TaskOwner, all_of
 from foundation.errors import SandboxError
 from foundation.pool import ImagePoolConfig
 from foundation.settings import cache_dir
@@ -89,7 +88,7 @@ async def _warm(runtime: Runtime, todo: list[PlannedEpisode], concurrency: int) 
     wanted = warm_counts(todo, concurrency)
     started = time.monotonic()
     try:
-        await asyncio.gather(*(runtime.pool.warm(image, n) for image, n in wanted.items()))
+        await all_of(runtime.pool.warm(image, n) for image, n in wanted.items())
     except SandboxError as exc:  # the episodes will meet (and classify) the same trouble
         log.warning("pool_warm_failed", error=str(exc))
     log.info("pools_warm", containers=wanted, seconds=round(time.monotonic() - started, 2))

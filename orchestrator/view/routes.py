@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 
 from aiohttp import web
 
+from foundation.concurrency import all_of
 from foundation.errors import ConfigError
 from orchestrator.store.episode_query import PAGE_SIZE, EpisodeFilter, EpisodePage
 from orchestrator.view import find_pages, pages
@@ -98,7 +98,7 @@ async def search_all(request: web.Request) -> web.StreamResponse:
     if text:
         flt = EpisodeFilter.from_query({"text": text})
         sources = request.app[SOURCES]
-        found = await asyncio.gather(*(_searched(s, flt) for s in sources))
+        found = await all_of(_searched(s, flt) for s in sources)
         sections = [find_pages.search_section(s, text, *f) for s, f in zip(sources, found, strict=True)]
     return html(request, f"search {text}", find_pages.search_page(text, sections))
 
