@@ -4,16 +4,17 @@ and the values its answers are. No Docker here: the Docker-free seam (foundation
 foundation/local.py) stands on it.
 
 Requests on one driver are serialised by a lock; the driver answers them in order. The frames, the
-ops and the version are icdriver.protocol's; a driver of another version is refused.
+ops, their typed requests and replies, and the version are icdriver.protocol's; a driver of another
+version is refused.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast, overload
 
 import aiohttp
 
@@ -72,12 +73,22 @@ class PythonRun:
     restarted: bool  # the interpreter was lost (timeout, exit) since the last call: this one is fresh
 
 
+class StreamChunk(Protocol):
+    """One piece of what a driver wrote: on its stdout (stream 1) or its stderr (2)."""
+
+    @property
+    def stream(self) -> int: ...
+
+    @property
+    def data(self) -> bytes: ...
+
+
 class DriverStream(Protocol):
     """What the client needs of the connection to its driver: an aiodocker exec stream, or pipes."""
 
     async def write_in(self, data: bytes) -> None: ...
 
-    async def read_out(self) -> Any: ...  # an object with .stream (1 or 2) and .data, or None at the end
+    async def read_out(self) -> StreamChunk | None: ...  # None at the end
 
     async def close(self) -> None: ...
 
@@ -106,7 +117,7 @@ class DriverClient:
         """A driver reached another way than a container's exec (a local process: foundation/local.py)."""
         client = cls(name, stream, pid=0)
         try:
-            hello = await asyncio.wait_for(client.read_frame(), HELLO_TIMEOUT)
+            hello = await asyncio.wait_for(client.read_hello(), HELLO_TIMEOUT)
         except BaseException:
             await client.close()
             raise
@@ -116,14 +127,36 @@ class DriverClient:
         client.pid = int(hello[protocol.PID])
         return client
 
-    async def request(self, op: str, *, wait: float | None = None, **fields: Any) -> dict[str, Any]:
-        """Send one request and wait for its answer. `wait` bounds the wait on the host side;
-        the driver enforces the action's own deadline, so this is only a guard against a hung driver."""
+    async def request(self, op: str, *, wait: float | None = None, **fields: Any) -> protocol.Reply:
+        """Send one request named by its op, its fields as keywords, and wait for its answer; `call`
+        takes the op's typed request and gives its typed reply."""
+        return await self._exchange(op, {protocol.OP: op, **fields}, wait)
+
+    @overload
+    async def call(self, message: protocol.HelloRequest, *, wait: float | None = None) -> protocol.HelloReply: ...
+    @overload
+    async def call(self, message: protocol.ExecRequest, *, wait: float | None = None) -> protocol.ExecReply: ...
+    @overload
+    async def call(self, message: protocol.SessionRequest, *, wait: float | None = None) -> protocol.SessionReply: ...
+    @overload
+    async def call(self, message: protocol.ResetRequest, *, wait: float | None = None) -> protocol.ResetReply: ...
+    @overload
+    async def call(self, message: protocol.PythonRequest, *, wait: float | None = None) -> protocol.PythonReply: ...
+    @overload
+    async def call(self, message: protocol.PutRequest, *, wait: float | None = None) -> protocol.PutReply: ...
+
+    async def call(self, message: protocol.Request, *, wait: float | None = None) -> protocol.Reply:
+        """Send one request and wait for its reply, of the type its op answers with (icdriver.protocol).
+        `wait` bounds the wait on the host side; the driver enforces the action's own deadline, so this
+        is only a guard against a hung driver."""
+        return await self._exchange(message["op"], message, wait)
+
+    async def _exchange(self, op: str, message: Mapping[str, object], wait: float | None) -> protocol.Reply:
         if self._closed:
             raise DriverLost("driver is closed", container_id=self.container_id)
         async with self._lock:
             rid, self._next_id = self._next_id, self._next_id + 1
-            frame = protocol.encode({protocol.ID: rid, protocol.OP: op, **fields})
+            frame = protocol.encode({protocol.ID: rid, **message})
             try:
                 await self._stream.write_in(frame)
                 reply = await asyncio.wait_for(self.read_frame(), wait)
@@ -140,33 +173,41 @@ class DriverClient:
                              container_id=self.container_id)
         if not reply.get(protocol.OK):
             raise SandboxError(f"driver failed {op!r}: {reply.get(protocol.ERROR)}", container_id=self.container_id)
-        return reply
+        return cast(protocol.Reply, reply)  # the driver answers each op with that op's reply (icdriver/server.py)
 
     async def exec(self, argv: list[str], *, cwd: str = "/", timeout: float = 10.0, cap: int = 65536,
                    flood: int = 8 << 20, env: dict[str, str] | None = None, linger: float = 0.0) -> ExecResult:
-        reply = await self.request(protocol.EXEC, wait=timeout + 15.0, argv=argv, cwd=cwd, timeout=timeout,
-                                   cap=cap, flood=flood, env=env or {}, linger=linger)
-        return _result(reply)
+        request = protocol.ExecRequest(op=protocol.EXEC, argv=argv, cwd=cwd, timeout=timeout, cap=cap, flood=flood,
+                                       env=env or {}, linger=linger)
+        reply = await self.call(request, wait=timeout + 15.0)
+        return _result(reply, valid_utf8=reply.get("utf8", True))
 
     async def session(self, cmd: str, *, timeout: float = 10.0, cap: int = 65536) -> ExecResult:
-        reply = await self.request(protocol.SESSION, wait=timeout + 15.0, cmd=cmd, timeout=timeout, cap=cap)
-        return _result(reply)
+        request = protocol.SessionRequest(op=protocol.SESSION, cmd=cmd, timeout=timeout, cap=cap)
+        reply = await self.call(request, wait=timeout + 15.0)
+        return _result(reply, cwd=reply["cwd"])
 
     async def python(self, codes: Sequence[str], *, timeout: float = 10.0, cap: int = 65536, name: str = "main",
                      fresh: bool = False, close: bool = False) -> PythonRun:
         """Run `codes` one after the other in the persistent interpreter `name` (started on first
         use; `fresh` empties its namespace first, `close` stops it afterwards). Each code has its own
         timeout; one that times out ends the interpreter, and the codes after it are not run."""
-        reply = await self.request(protocol.PYTHON, wait=timeout * max(len(codes), 1) + 15.0, codes=list(codes),
-                                   timeout=timeout, cap=cap, name=name, fresh=fresh, close=close)
-        return PythonRun(tuple(PythonResult(**r) for r in reply["results"]), bool(reply["restarted"]))
+        request = protocol.PythonRequest(op=protocol.PYTHON, codes=list(codes), timeout=timeout, cap=cap, name=name,
+                                         fresh=fresh, close=close)
+        reply = await self.call(request, wait=timeout * max(len(codes), 1) + 15.0)
+        return PythonRun(tuple(PythonResult(**r) for r in reply["results"]), reply["restarted"])
 
     async def put(self, dest: str, tar: bytes, *, timeout: float = 60.0) -> int:
         """Unpack the uncompressed tar `tar` under `dest` in the container; how many members it had."""
-        reply = await self.request(protocol.PUT, wait=timeout, dest=dest, tar=base64.b64encode(tar).decode("ascii"))
-        return int(reply["files"])
+        request = protocol.PutRequest(op=protocol.PUT, dest=dest, tar=base64.b64encode(tar).decode("ascii"))
+        reply = await self.call(request, wait=timeout)
+        return reply["files"]
 
-    async def read_frame(self) -> dict[str, Any]:
+    async def read_hello(self) -> protocol.HelloReply:
+        """The frame a driver sends unasked as it starts."""
+        return cast(protocol.HelloReply, await self.read_frame())
+
+    async def read_frame(self) -> protocol.Frame:
         while True:
             frame = protocol.decode(self._buf)
             if frame is not None:
@@ -191,7 +232,7 @@ class DriverClient:
             pass  # nothing is left to close
 
 
-def version_mismatch(hello: dict[str, Any]) -> str | None:
+def version_mismatch(hello: protocol.HelloReply) -> str | None:
     """What is wrong with a driver's hello: another protocol version than this checkout's; None if nothing."""
     version = hello.get(protocol.VERSION_KEY)
     if version == protocol.VERSION:
@@ -199,7 +240,7 @@ def version_mismatch(hello: dict[str, Any]) -> str | None:
     return f"carries driver version {version}, this checkout speaks version {protocol.VERSION}"
 
 
-def _result(reply: dict[str, Any]) -> ExecResult:
+def _result(reply: protocol.OutputReply, *, cwd: str | None = None, valid_utf8: bool = True) -> ExecResult:
     return ExecResult(exit_code=reply["exit"], output=reply["output"], omitted=reply["omitted"],
                       timed_out=reply["timed_out"], flooded=reply["flooded"], elapsed=reply["elapsed"],
-                      cwd=reply.get("cwd"), valid_utf8=reply.get("utf8", True))
+                      cwd=cwd, valid_utf8=valid_utf8)

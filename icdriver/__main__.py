@@ -1,6 +1,8 @@
 """`python3 -B icdriver.pyz` serves on stdin and stdout; `... snapshot` runs once at image build;
 `... prepare` is our layer's build step over an image of yours (icdriver/prepare.py)."""
 
+from __future__ import annotations
+
 import sys
 
 from icdriver.prepare import prepare
@@ -8,7 +10,7 @@ from icdriver.restore import snapshot
 from icdriver.server import serve
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if argv == ["snapshot"]:
         snapshot()

@@ -4,13 +4,15 @@ Harbor's verifier needs its tests copied in only after the agent is done, and an
 solution; both arrive this way, over the driver's stream, without a `docker cp` per episode.
 """
 
+from __future__ import annotations
+
 import base64
 import io
 import os
 import tarfile
 
 
-def unpack(dest, data):
+def unpack(dest: str, data: str) -> int:
     """Unpack the base64 tar `data` under the directory `dest` (made if missing); the number of
     members. A member whose path would leave `dest` (absolute, `..`, a link out) is refused."""
     os.makedirs(dest, exist_ok=True)

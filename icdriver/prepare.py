@@ -7,12 +7,15 @@ else ours, isolated from the image's PYTHON* variables) and /usr/lib/intercode/b
 (else ours); commits the root to git when IC_COMMIT_ROOT=1; then takes the pristine snapshot.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import shutil
 import subprocess
+from collections.abc import Mapping
 
-from icdriver.restore import CONFIG, snapshot
+from icdriver.restore import CONFIG, Config, snapshot
 
 HOME = "/usr/lib/intercode"
 RUNTIME = HOME + "/runtime/bin"
@@ -20,7 +23,7 @@ LAUNCHER = "#!%s/bash\nexec %s/python3 -I \"$@\"\n" % (RUNTIME, RUNTIME)  # -I: 
 OLDEST = (3, 9)  # the oldest Python the driver runs on
 
 
-def prepare(environ=None):
+def prepare(environ: Mapping[str, str] | None = None) -> None:
     environ = os.environ if environ is None else environ
     path = environ.get("PATH", os.defpath)
     bash = "/bin/bash" if os.access("/bin/bash", os.X_OK) else shutil.which("bash", path=path)
@@ -31,13 +34,13 @@ def prepare(environ=None):
     else:
         write(HOME + "/python3", LAUNCHER, 0o755)
     if not os.path.exists(CONFIG):
-        write(CONFIG, json.dumps({"system": []}) + "\n", 0o644)
+        write(CONFIG, json.dumps(Config(system=[])) + "\n", 0o644)
     if environ.get("IC_COMMIT_ROOT") == "1":
         subprocess.run([HOME + "/bash", HOME + "/prepare.sh"], check=True)
     snapshot()
 
 
-def recent(python):
+def recent(python: str) -> bool:
     check = "import sys; sys.exit(sys.version_info[:2] < %r)" % (OLDEST,)
     try:
         return subprocess.run([python, "-c", check], capture_output=True, timeout=60).returncode == 0
@@ -45,13 +48,13 @@ def recent(python):
         return False
 
 
-def link(path, target):
+def link(path: str, target: str) -> None:
     if os.path.lexists(path):
         os.remove(path)
     os.symlink(target, path)
 
 
-def write(path, text, mode):
+def write(path: str, text: str, mode: int) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as fh:
         fh.write(text)

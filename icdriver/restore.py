@@ -7,12 +7,19 @@ file system's top as a parameter, "/" by default, so that the tests can run them
 tree.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import re
 import shutil
 import stat
 import tarfile
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, TypedDict, TypeVar, cast
+
+if TYPE_CHECKING:
+    from typing import NotRequired  # Python 3.11's: only in annotations, which are strings here
 
 CONFIG = "/etc/intercode/reset.json"
 STATE = "/etc/intercode/pristine.json"
@@ -21,33 +28,50 @@ PRISTINE = "/usr/lib/intercode/pristine.tar"  # one file in a system dir: invisi
 ALWAYS_SYSTEM = {"bin", "boot", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "run",
                  "sbin", "sys", "usr", "var", ".dockerenv"}
 
+Stamp = tuple[int, int, int]  # a path's (inode, ctime_ns, type): `walk`
+T = TypeVar("T")
+
+
+class Config(TypedDict, total=False):
+    """CONFIG, the image's: top-level paths to leave to the system besides ALWAYS_SYSTEM."""
+
+    system: list[str]
+
+
+class State(TypedDict):
+    """STATE, written by `snapshot`: what the reset restores."""
+
+    roots: list[str]  # the restorable top-level paths, archived in PRISTINE
+    toplevel: list[str]  # every top-level name at the snapshot: any other is removed
+    root_mtime_ns: NotRequired[int]  # the top's mtime; pin_root_mtime does without it
+
 
 class Restorer:
     """The restorable trees as the snapshot left them, and the reset that brings them back."""
 
-    def __init__(self, top="/", state=STATE, pristine=PRISTINE):
+    def __init__(self, top: str = "/", state: str = STATE, pristine: str = PRISTINE) -> None:
         self.top, self.pristine_path = top, pristine
-        self.state = load_json(state, None)
-        self.pristine = None  # the archive's index, read on the first restore
+        self.state: State | None = load_json(state, None)
+        self.pristine: Pristine | None = None  # the archive's index, read on the first restore
         if self.state:
             copy_up_directories(self.state["roots"])
             pin_root_mtime(self.state, top)
         # root -> {path: (ino, ctime_ns, type)}, recorded while the files are pristine; and root ->
         # {file: atime_ns}, to give files that were only read their atime back
-        self.atimes: dict = {root: {} for root in self.state["roots"]} if self.state else {}
-        self.baseline = {root: walk(root, {}, self.atimes[root]) for root in self.atimes}
+        self.atimes: dict[str, dict[str, int]] = {root: {} for root in self.state["roots"]} if self.state else {}
+        self.baseline: dict[str, dict[str, Stamp]] = {root: walk(root, {}, self.atimes[root]) for root in self.atimes}
 
     @property
-    def roots(self):
+    def roots(self) -> list[str]:
         return self.state["roots"] if self.state else []
 
-    def restore(self):
+    def restore(self) -> tuple[int, int]:
         """Bring each restorable path back to pristine; (restored, removed) paths."""
         restored = removed = 0
         if self.state is not None:
             removed += remove_new_toplevel(self.state["toplevel"], self.top)
             for root, before in self.baseline.items():
-                atimes: dict = {}
+                atimes: dict[str, int] = {}
                 now = walk(root, {}, atimes)
                 read = restore_atimes(before, now, self.atimes[root], atimes)
                 if now != before:
@@ -61,15 +85,16 @@ class Restorer:
         return restored, removed
 
 
-def load_json(path, default):
+def load_json(path: str, default: T) -> T:
+    """The JSON in `path`, a file of ours of `default`'s type; `default` when there is none."""
     try:
         with open(path) as fh:
-            return json.load(fh)
+            return cast(T, json.load(fh))
     except FileNotFoundError:
         return default
 
 
-def walk(path, found, atimes=None):
+def walk(path: str, found: dict[str, Stamp], atimes: dict[str, int] | None = None) -> dict[str, Stamp]:
     """Map every path under `path` to (inode, ctime_ns, type). ctime cannot be set from user
     space, so any change to content, mode, owner or name since the walk shows as a new value.
     With `atimes`, also map every regular file to its atime: reading a file changes only that."""
@@ -86,7 +111,8 @@ def walk(path, found, atimes=None):
     return found
 
 
-def restore_atimes(before, now, atimes_before, atimes_now):
+def restore_atimes(before: Mapping[str, Stamp], now: Mapping[str, Stamp], atimes_before: Mapping[str, int],
+                   atimes_now: Mapping[str, int]) -> int:
     """Give the files an episode only read their atime back (`find -amin`, `-atime`).
 
     A file in the container's own layer (one the driver or a reset wrote) gets a new atime when
@@ -105,7 +131,7 @@ def restore_atimes(before, now, atimes_before, atimes_now):
     return restored
 
 
-def pin_root_mtime(state, top="/"):
+def pin_root_mtime(state: State, top: str = "/") -> None:
     """Give `/` its build-time mtime back. The engine touches `/` when it creates a container, so
     `ls -ld /` (or `ls -al` with an empty `$(which tool)`) would otherwise print the container's
     creation minute: the gold's container and the agent's would disagree. An episode that added
@@ -115,7 +141,7 @@ def pin_root_mtime(state, top="/"):
         os.utime(top, ns=(ns, ns))
 
 
-def copy_up_directories(roots):
+def copy_up_directories(roots: Iterable[str]) -> None:
     """Copy every directory of the restorable trees up into the container's own layer, each one
     marked "impure" as an episode's first change inside it would mark it.
 
@@ -144,14 +170,14 @@ def copy_up_directories(roots):
 class Pristine:
     """The build-time archive of the restorable paths, indexed by absolute path."""
 
-    def __init__(self, path=PRISTINE):
+    def __init__(self, path: str = PRISTINE) -> None:
         self.tar = tarfile.open(path, "r:")
         self.members = {"/" + m.name.lstrip("/"): m for m in self.tar.getmembers()}
 
-    def get(self, path):
+    def get(self, path: str) -> tarfile.TarInfo | None:
         return self.members.get(path)
 
-    def restore(self, path):
+    def restore(self, path: str) -> None:
         """Recreate `path` (and, for a directory, everything under it) exactly as archived."""
         member = self.members[path]
         if member.isdir():
@@ -163,7 +189,7 @@ class Pristine:
         else:
             self._create(path, member)
 
-    def _create(self, path, member):
+    def _create(self, path: str, member: tarfile.TarInfo) -> None:
         if member.isdir():
             os.mkdir(path)
         elif member.issym():
@@ -179,13 +205,13 @@ class Pristine:
         if not member.isdir():
             self.set_meta(path, member)
 
-    def _write(self, path, member):
+    def _write(self, path: str, member: tarfile.TarInfo) -> None:
         source = self.tar.extractfile(member)
         assert source is not None  # a regular file's member: it has content
         with source as src, open(path, "wb") as dst:
             shutil.copyfileobj(src, dst)
 
-    def set_meta(self, path, member=None):
+    def set_meta(self, path: str, member: tarfile.TarInfo | None = None) -> None:
         member = member or self.members[path]
         os.chown(path, member.uid, member.gid, follow_symlinks=False)
         if not member.issym():
@@ -194,12 +220,13 @@ class Pristine:
         os.utime(path, ns=(mtime_ns, mtime_ns), follow_symlinks=False)
 
 
-def restore_root(root, before, now, pristine):
+def restore_root(root: str, before: Mapping[str, Stamp], now: Mapping[str, Stamp],
+                 pristine: Pristine) -> tuple[int, int]:
     """Bring one top-level path back to its archived state, touching only what changed."""
     changed = sorted(p for p in set(now) | set(before) if now.get(p) != before.get(p))
     restored = removed = 0
-    rebuilt: list = []
-    dirs: set = set()
+    rebuilt: list[str] = []
+    dirs: set[str] = set()
     for path in changed:
         if any(is_under(path, tree) for tree in rebuilt):
             continue
@@ -227,11 +254,11 @@ def restore_root(root, before, now, pristine):
     return restored, removed
 
 
-def is_under(path, root):
+def is_under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def remove(path):
+def remove(path: str) -> None:
     if os.path.isdir(path) and not os.path.islink(path):
         for dirpath, dirnames, _ in os.walk(path):
             for d in dirnames:  # a directory without write or search permission can't be emptied
@@ -244,7 +271,7 @@ def remove(path):
         os.unlink(path)
 
 
-def remove_new_toplevel(pristine_names, top="/"):
+def remove_new_toplevel(pristine_names: Iterable[str], top: str = "/") -> int:
     keep = set(pristine_names) | ALWAYS_SYSTEM
     mounted = mount_points()
     removed = 0
@@ -256,7 +283,7 @@ def remove_new_toplevel(pristine_names, top="/"):
     return removed
 
 
-def mount_points():
+def mount_points() -> set[str]:
     """Where something is mounted, from the mount table. Not by st_dev (os.path.ismount): when the
     container's writable layer has a file system of its own (its disk cap), a file in it has that
     file system's device, unlike `/`, without being a mount point."""
@@ -265,10 +292,10 @@ def mount_points():
                 for line in table}
 
 
-def snapshot(top="/", config=CONFIG, state=STATE, pristine=PRISTINE):
+def snapshot(top: str = "/", config: str = CONFIG, state: str = STATE, pristine: str = PRISTINE) -> None:
     """Build-time: record the top level and archive every restorable root into `pristine`."""
-    config = load_json(config, {})
-    system = ALWAYS_SYSTEM | set(config.get("system", []))
+    settings = load_json(config, Config())
+    system = ALWAYS_SYSTEM | set(settings.get("system", []))
     toplevel = sorted(os.listdir(top))
     roots = [os.path.join(top, n) for n in toplevel if n not in system]
     os.makedirs(os.path.dirname(pristine), exist_ok=True)
@@ -280,5 +307,6 @@ def snapshot(top="/", config=CONFIG, state=STATE, pristine=PRISTINE):
     os.chmod(pristine, 0o600)
     os.makedirs(os.path.dirname(state), exist_ok=True)
     with open(state, "w") as fh:
-        json.dump({"roots": roots, "toplevel": toplevel, "root_mtime_ns": os.stat(top).st_mtime_ns}, fh)
+        recorded: State = {"roots": roots, "toplevel": toplevel, "root_mtime_ns": os.stat(top).st_mtime_ns}
+        json.dump(recorded, fh)
     print("pristine snapshot of %s" % " ".join(roots))

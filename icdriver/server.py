@@ -1,9 +1,12 @@
 """The driver's main loop: one request frame in, one reply frame out, until stdin ends."""
 
+from __future__ import annotations
+
 import os
 import subprocess
 import sys
 import time
+from typing import cast
 
 from icdriver import protocol
 from icdriver.capture import Capture, drain, pump
@@ -15,17 +18,37 @@ from icdriver.session import SHELL, Session
 
 
 class Driver:
-    def __init__(self):
-        self.session = None
-        self.groups = set()  # process groups this driver started: every action runs in its own
-        self.repls = {}  # name -> Repl: the persistent interpreters of op "python"
-        self.repls_lost = set()  # names whose interpreter was killed or died: the next call says so
+    def __init__(self) -> None:
+        self.session: Session | None = None
+        self.groups: set[int] = set()  # process groups this driver started: every action runs in its own
+        self.repls: dict[str, Repl] = {}  # name -> Repl: the persistent interpreters of op "python"
+        self.repls_lost: set[str] = set()  # names whose interpreter was killed or died: the next call says so
         self.keep = {proc for proc in list_procs() if proc[0] != os.getpid()}
         self.files = Restorer()
 
-    def op_exec(self, req):
+    def handle(self, req: protocol.Request) -> protocol.Reply:
+        """The reply to one request, without its envelope (serve adds it). An unknown op raises KeyError."""
+        if req["op"] == protocol.HELLO:
+            return self.op_hello()
+        if req["op"] == protocol.EXEC:
+            return self.op_exec(req)
+        if req["op"] == protocol.SESSION:
+            return self.op_session(req)
+        if req["op"] == protocol.RESET:
+            return self.op_reset(req)
+        if req["op"] == protocol.PYTHON:
+            return self.op_python(req)
+        if req["op"] == protocol.PUT:
+            return self.op_put(req)
+        raise KeyError(req["op"])
+
+    def op_hello(self) -> protocol.HelloReply:
+        return {protocol.PID: os.getpid(), protocol.VERSION_KEY: protocol.VERSION}
+
+    def op_exec(self, req: protocol.ExecRequest) -> protocol.ExecReply:
         argv, cwd = req["argv"], req.get("cwd") or "/"
-        timeout, capture = float(req.get("timeout", 10)), Capture(int(req.get("cap", 65536)), int(req.get("flood", 8 << 20)))
+        timeout = float(req.get("timeout", 10))
+        capture = Capture(int(req.get("cap", 65536)), int(req.get("flood", 8 << 20)))
         env, linger = dict(os.environ, **req.get("env", {})), float(req.get("linger", 0))
         start = time.monotonic()
         try:
@@ -33,8 +56,9 @@ class Driver:
                                     stderr=subprocess.STDOUT, start_new_session=True)
             self.groups.add(proc.pid)
         except OSError as exc:
-            return {"exit": 127 if isinstance(exc, FileNotFoundError) else 126, "output": "%s: %s\n" % (argv[0], exc.strerror),
-                    "omitted": 0, "timed_out": False, "flooded": False, "elapsed": 0.0, "spawned": False}
+            return {"exit": 127 if isinstance(exc, FileNotFoundError) else 126,
+                    "output": "%s: %s\n" % (argv[0], exc.strerror), "omitted": 0, "timed_out": False,
+                    "flooded": False, "elapsed": 0.0, "spawned": False}
         assert proc.stdout is not None  # piped, above
         fd = proc.stdout.fileno()
         outcome = pump(fd, proc, start + timeout, capture, linger=linger)
@@ -47,7 +71,7 @@ class Driver:
                 "flooded": outcome == "flood", "elapsed": time.monotonic() - start, "spawned": True,
                 "utf8": capture.valid_utf8()}
 
-    def op_session(self, req):
+    def op_session(self, req: protocol.SessionRequest) -> protocol.SessionReply:
         restarted = self.session is not None and not self.session.alive()
         if self.session is None or not self.session.alive():
             self.session = Session(req.get("shell", SHELL))
@@ -61,7 +85,7 @@ class Driver:
         return {"exit": code, "output": capture.text(), "omitted": capture.omitted, "timed_out": outcome == "timeout",
                 "flooded": outcome == "flood", "elapsed": time.monotonic() - start, "cwd": cwd, "restarted": restarted}
 
-    def op_reset(self, req):
+    def op_reset(self, req: protocol.ResetRequest) -> protocol.ResetReply:
         """Kill every process the episode left, then bring each restorable path back to pristine."""
         if self.session is not None:
             self.session.close()
@@ -72,7 +96,7 @@ class Driver:
         restored, removed = self.files.restore()
         return {"killed": killed, "restored": restored, "removed": removed}
 
-    def op_python(self, req):
+    def op_python(self, req: protocol.PythonRequest) -> protocol.PythonReply:
         """Run each of `codes` in the persistent interpreter `name`, started on first use. A code that
         times out or kills the interpreter ends it: the rest of `codes` is not run, and the next call
         starts a fresh interpreter and reports restarted. `fresh` empties the namespace first."""
@@ -86,7 +110,8 @@ class Driver:
             repl = self.repls[name] = Repl()
             self.groups.add(repl.pid)
             self.repls_lost.discard(name)
-        results, fresh = [], bool(req.get("fresh"))
+        results: list[protocol.CodeResult] = []
+        fresh = bool(req.get("fresh"))
         for code in req["codes"]:
             if repl is None:
                 results.append(repl_failure("Error: not run: the interpreter was stopped by an earlier code"))
@@ -100,37 +125,36 @@ class Driver:
             self.forget_repl(name, lost=False)
         return {"results": results, "restarted": restarted}
 
-    def op_put(self, req):
+    def op_put(self, req: protocol.PutRequest) -> protocol.PutReply:
         return {"files": unpack(req["dest"], req["tar"])}
 
-    def forget_repl(self, name, lost):
+    def forget_repl(self, name: str, lost: bool) -> None:
         self.repls.pop(name).close()
         if lost:
             self.repls_lost.add(name)
 
-    def close_repls(self):
+    def close_repls(self) -> None:
         for name in list(self.repls):
             self.forget_repl(name, lost=False)
         self.repls_lost.clear()
 
 
-def serve():
+def serve() -> None:
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     driver = Driver()
-    roots = driver.files.roots
-    protocol.write(stdout, {protocol.ID: 0, protocol.OK: True, protocol.PID: os.getpid(),
-                            protocol.VERSION_KEY: protocol.VERSION, protocol.ROOTS: roots})
-    ops = {protocol.HELLO: lambda req: {protocol.PID: os.getpid(), protocol.VERSION_KEY: protocol.VERSION},
-           protocol.EXEC: driver.op_exec, protocol.SESSION: driver.op_session, protocol.RESET: driver.op_reset,
-           protocol.PYTHON: driver.op_python, protocol.PUT: driver.op_put}
+    hello: protocol.HelloReply = {protocol.ID: 0, protocol.OK: True, protocol.PID: os.getpid(),
+                                  protocol.VERSION_KEY: protocol.VERSION, protocol.ROOTS: driver.files.roots}
+    protocol.write(stdout, hello)
     while True:
-        req = protocol.read(stdin)
-        if req is None or req.get(protocol.OP) == protocol.EXIT:
+        frame = protocol.read(stdin)
+        if frame is None or frame.get(protocol.OP) == protocol.EXIT:
             break
+        req = cast("protocol.Request", frame)  # what the host's client sent (foundation/driver_client.py)
+        reply: protocol.Reply
         try:
-            result = ops[req[protocol.OP]](req)
-            result.update({protocol.ID: req.get(protocol.ID), protocol.OK: True})
+            reply = driver.handle(req)
+            reply.update({protocol.ID: req.get(protocol.ID), protocol.OK: True})
         except Exception as exc:  # reported to the caller, who decides; the driver stays up
-            result = {protocol.ID: req.get(protocol.ID), protocol.OK: False,
-                      protocol.ERROR: "%s: %s" % (type(exc).__name__, exc)}
-        protocol.write(stdout, result)
+            reply = {protocol.ID: req.get(protocol.ID), protocol.OK: False,
+                     protocol.ERROR: "%s: %s" % (type(exc).__name__, exc)}
+        protocol.write(stdout, reply)

@@ -1,11 +1,14 @@
 """Op `session`: one persistent bash whose state lives across actions."""
 
+from __future__ import annotations
+
 import os
 import subprocess
 import time
 import uuid
+from typing import Literal
 
-from icdriver.capture import pump
+from icdriver.capture import Capture, Outcome, pump
 from icdriver.process import kill_group
 
 
@@ -16,16 +19,16 @@ SHELL = "/usr/lib/intercode/bash" if os.path.exists("/usr/lib/intercode/bash") e
 class Session:
     """One persistent bash whose state (cwd, variables, functions) lives across actions."""
 
-    def __init__(self, shell=SHELL):
+    def __init__(self, shell: str = SHELL) -> None:
         self.proc = subprocess.Popen([shell, "--noprofile", "--norc"], cwd="/", stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
         assert self.proc.stdin is not None and self.proc.stdout is not None  # both piped, above
         self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
 
-    def alive(self):
+    def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def run(self, cmd, timeout, capture):
+    def run(self, cmd: str, timeout: float, capture: Capture) -> tuple[Outcome | Literal["died"], int, str | None]:
         """Run cmd; return (outcome, exit code, cwd). The heredoc keeps cmd intact and
         </dev/null keeps our pipe ours; a marker line after it carries $? and $PWD."""
         marker = "__IC_%s__" % uuid.uuid4().hex
@@ -45,7 +48,7 @@ class Session:
         del capture.buf[at:]
         return "exit", int(code), cwd
 
-    def close(self):
+    def close(self) -> None:
         if self.alive():
             kill_group(self.proc.pid, self.proc, grace=0)
         self.proc.wait()

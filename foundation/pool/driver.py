@@ -42,7 +42,7 @@ async def start_driver(container: DockerContainer, image: str | None = None) -> 
         raise ContainerDied(f"could not start the driver: {exc.message}", container_id=container.id) from exc
     client = DriverClient(container.id, stream, pid=0)
     try:
-        hello = await asyncio.wait_for(client.read_frame(), HELLO_TIMEOUT)
+        hello = await asyncio.wait_for(client.read_hello(), HELLO_TIMEOUT)
     except TRANSPORT_ERRORS as exc:
         await client.close()
         raise DriverLost(f"the driver did not say hello: {describe(exc)}", container_id=container.id) from exc
