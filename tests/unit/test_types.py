@@ -1,5 +1,5 @@
 """The type checker holds the project's seams: mypy, configured in pyproject.toml ([tool.mypy]:
-strict on foundation, tasks, environments and agents, checked on the rest), finds nothing; and a
+strict on every package, the in-container driver included), finds nothing; and a
 broken seam is a finding (a sandbox provider without `warm`, a strategy calling a method its
 environment lacks)."""
 
