@@ -22,6 +22,7 @@ from pathlib import Path
 
 from foundation.errors import ConfigError
 from orchestrator.nightly.outcomes import Cell, TaskOutcome
+from orchestrator.store.records import EpisodeKey
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS nights (
@@ -152,7 +153,7 @@ class History:
     def outcomes(self, night_id: int) -> list[TaskOutcome]:
         rows = self.db.execute("SELECT model, strategy, task_set, task_id, epoch, success, reward, infra "
                                "FROM outcomes WHERE night_id = ?", (night_id,))
-        return [TaskOutcome(m, s, ts, tid, e, bool(ok), r, bool(infra)) for m, s, ts, tid, e, ok, r, infra in rows]
+        return [TaskOutcome(EpisodeKey(m, s, ts, tid, e), bool(ok), r, bool(infra)) for m, s, ts, tid, e, ok, r, infra in rows]
 
     def cells(self, night_id: int) -> list[CellMetrics]:
         rows = self.db.execute("SELECT model, strategy, task_set, n, success_rate, mean_reward FROM cells "

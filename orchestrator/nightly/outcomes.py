@@ -10,20 +10,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from orchestrator.store.records import EpisodeKey, Keyed
 from orchestrator.store.results import Episode
 
 Cell = tuple[str, str, str]  # (model, strategy, task_set)
 
 
 @dataclass(frozen=True, slots=True)
-class TaskOutcome:
+class TaskOutcome(Keyed):
     """One episode's result; `infra` marks an infrastructure failure, which says nothing about the model."""
 
-    model: str
-    strategy: str
-    task_set: str
-    task_id: str
-    epoch: int
+    key: EpisodeKey
     success: bool
     reward: float
     infra: bool = False
@@ -37,8 +34,7 @@ def from_episodes(episodes: Iterable[Episode]) -> list[TaskOutcome]:
     """The outcomes of the episodes, leaving out those cut short by the budget or unscored by their
     verifier: they measure neither model nor harness, so a comparison leaves their pair out (counted
     as unpaired), flaky tasks and the nightly's cell metrics skip them, and the history does not keep them."""
-    return [TaskOutcome(e.model, e.strategy, e.task_set, e.task_id, e.epoch, e.success, e.reward,
-                    e.failure_class == "infra") for e in episodes if not e.unscored]
+    return [TaskOutcome(e.key, e.success, e.reward, e.failure_class == "infra") for e in episodes if not e.unscored]
 
 
 def by_cell(outcomes: Iterable[TaskOutcome]) -> dict[Cell, dict[tuple[str, int], TaskOutcome]]:

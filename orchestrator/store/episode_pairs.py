@@ -10,6 +10,8 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchestrator.store.records import EpisodeKey, Keyed
+
 # A CROSS JOIN keeps A outside, and B's sweep names let each lookup use B's unique key in full
 # (sweep, model, strategy, task set, task, epoch): SQLite's own choice scanned a whole cell of B per
 # episode of A, about a minute at 100,000 episodes.
@@ -24,16 +26,12 @@ ORDER BY a.success = b.success, b.success, a.model, a.strategy, a.task_set, a.ta
 
 
 @dataclass(frozen=True, slots=True)
-class Pair:
+class Pair(Keyed):
     """One task in both runs (A the baseline, B the current run)."""
 
     a_id: int
     b_id: int
-    model: str
-    strategy: str
-    task_set: str
-    task_id: str
-    epoch: int
+    key: EpisodeKey
     a_status: str
     b_status: str
     a_reward: float
@@ -69,5 +67,5 @@ def all_pairs(db: sqlite3.Connection, other: Path) -> list[Pair]:
 def _pair(a_id: int, b_id: int, model: str, strategy: str, task_set: str, task_id: str, epoch: int, a_status: str,
           b_status: str, a_reward: float, b_reward: float, a_success: int, b_success: int) -> Pair:
     """A row of PAIRS_SQL; SQLite's booleans are integers."""
-    return Pair(a_id, b_id, model, strategy, task_set, task_id, epoch, a_status, b_status, a_reward, b_reward,
-                bool(a_success), bool(b_success))
+    return Pair(a_id, b_id, EpisodeKey(model, strategy, task_set, task_id, epoch), a_status, b_status, a_reward,
+                b_reward, bool(a_success), bool(b_success))

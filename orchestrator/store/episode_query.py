@@ -16,6 +16,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from foundation.errors import ConfigError
+from orchestrator.store.records import EpisodeKey, Keyed
 from orchestrator.store.search_index import fts_query
 
 PAGE_SIZE = 50
@@ -158,13 +159,9 @@ def order_by(sort: str, reverse: bool = False) -> str:
 
 
 @dataclass(frozen=True)
-class EpisodeRow:
+class EpisodeRow(Keyed):
     id: int
-    model: str
-    strategy: str
-    task_set: str
-    task_id: str
-    epoch: int
+    key: EpisodeKey
     status: str
     failure_class: str | None
     reward: float
@@ -175,8 +172,13 @@ class EpisodeRow:
     finished_at: float
 
 
-LIST_COLUMNS = ", ".join(f"e.{f.name}" for f in fields(EpisodeRow)).replace(
+LIST_COLUMNS = ", ".join(f"e.{name}" for name in EpisodeRow.flat_names()).replace(
     "e.tokens", "e.prompt_tokens + e.completion_tokens")
+
+
+def _row(row: tuple[Any, ...]) -> EpisodeRow:
+    """A row of LIST_COLUMNS."""
+    return EpisodeRow(row[0], EpisodeKey(*row[1:6]), *row[6:])
 
 
 @dataclass(frozen=True)
@@ -201,7 +203,7 @@ def episode_page(db: sqlite3.Connection, flt: EpisodeFilter, full_text: bool) ->
         raise ConfigError(f"page {flt.page} is past the last page, {found.pages} ({total} episodes match)")
     ids = [row[0] for row in db.execute(f"SELECT e.id FROM {source}{where} ORDER BY {order} LIMIT ? OFFSET ?",
                                         [*args, PAGE_SIZE, (flt.page - 1) * PAGE_SIZE])]
-    rows = {row[0]: EpisodeRow(*row) for row in db.execute(
+    rows = {row[0]: _row(row) for row in db.execute(
         f"SELECT {LIST_COLUMNS} FROM episodes e WHERE e.id IN ({', '.join('?' * len(ids))})", ids)}
     return EpisodePage([rows[i] for i in ids if i in rows], total)
 
@@ -209,7 +211,7 @@ def episode_page(db: sqlite3.Connection, flt: EpisodeFilter, full_text: bool) ->
 def all_rows(db: sqlite3.Connection, flt: EpisodeFilter, full_text: bool) -> list[EpisodeRow]:
     """Every episode of the filter, in its order (a download of the list)."""
     where, args = flt.where(full_text)
-    return [EpisodeRow(*row) for row in db.execute(
+    return [_row(row) for row in db.execute(
         f"SELECT {LIST_COLUMNS} FROM {flt.source(full_text)}{where} ORDER BY {flt.order(full_text)}", args)]
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, NamedTuple
 
 from orchestrator.store.transcript import Transcript
@@ -16,6 +16,47 @@ class EpisodeKey(NamedTuple):
     task_set: str
     task_id: str
     epoch: int
+
+
+class Keyed:
+    """A record of one episode, identified by its `key`; the key's parts read as the record's own
+    (`record.model`), and `flat()` is the record as one flat mapping (downloads, exports)."""
+
+    __slots__ = ()
+    key: EpisodeKey
+
+    @property
+    def model(self) -> str:
+        return self.key.model
+
+    @property
+    def strategy(self) -> str:
+        return self.key.strategy
+
+    @property
+    def task_set(self) -> str:
+        return self.key.task_set
+
+    @property
+    def task_id(self) -> str:
+        return self.key.task_id
+
+    @property
+    def epoch(self) -> int:
+        return self.key.epoch
+
+    def flat(self) -> dict[str, Any]:
+        """Every field, the key's parts in the key's place."""
+        out: dict[str, Any] = {}
+        for item in fields(self):  # type: ignore[arg-type]  # a dataclass's, which every Keyed is
+            value = getattr(self, item.name)
+            out.update(value._asdict() if item.name == "key" else {item.name: value})
+        return out
+
+    @classmethod
+    def flat_names(cls) -> list[str]:
+        return [name for item in fields(cls) for name in  # type: ignore[arg-type]
+                (EpisodeKey._fields if item.name == "key" else (item.name,))]
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from orchestrator.store.records import EpisodeKey, Keyed
 from orchestrator.store.reader import database_path, has, read_only
 from tasks.harbor import KIND as HARBOR
 
@@ -38,14 +39,10 @@ class Run:
 
 
 @dataclass(frozen=True)
-class Episode:
+class Episode(Keyed):
     """One finished episode, with what report and compare need (no transcripts)."""
 
-    model: str
-    strategy: str
-    task_set: str
-    task_id: str
-    epoch: int
+    key: EpisodeKey
     env: str
     status: str
     failure_class: str | None
@@ -160,7 +157,8 @@ def _numbers(text: str) -> dict[str, float]:
 def _episode(row: tuple[Any, ...], keys: dict[str, float]) -> Episode:
     (model, strategy, task_set, task_id, epoch, env, status, failure_class, reward,
      success, n_turns, max_turns, prompt, completion, cost, unpriced, first_full) = row
-    return Episode(model, strategy, task_set, task_id, epoch, env, status, failure_class, reward, success=bool(success), n_turns=n_turns, max_turns=max_turns, prompt_tokens=prompt,
+    return Episode(EpisodeKey(model, strategy, task_set, task_id, epoch), env, status, failure_class, reward,
+                   success=bool(success), n_turns=n_turns, max_turns=max_turns, prompt_tokens=prompt,
                    completion_tokens=completion, cost_usd=_cost(cost, unpriced, prompt + completion), unpriced_calls=unpriced,
                    first_full_turn=None if first_full is None else first_full + 1,
                    reward_keys=keys)

@@ -11,7 +11,7 @@ import asyncio
 import csv
 import io
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from aiohttp import web
 
@@ -91,11 +91,11 @@ async def comparison(request: web.Request) -> web.StreamResponse:
 
 
 def _download(pairs: Pairs, cell: tuple[str, str, str], flipped_only: bool, fmt: str) -> web.Response:
-    rows = [asdict(p) | {"change": p.change} for p in pairs.of(cell) if p.flipped or not flipped_only]
+    rows = [p.flat() | {"change": p.change} for p in pairs.of(cell) if p.flipped or not flipped_only]
     if fmt == "json":
         return download(json.dumps(rows, indent=1), "application/json", "pairs.json")
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=[*Pair.__dataclass_fields__, "change"])
+    writer = csv.DictWriter(out, fieldnames=[*Pair.flat_names(), "change"])
     writer.writeheader()
     writer.writerows(rows)
     return download(out.getvalue(), "text/csv", "pairs.csv")

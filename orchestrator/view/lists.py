@@ -8,7 +8,6 @@ import io
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
 
 from orchestrator.store.episode_query import EpisodeFilter, EpisodeRow, EpisodeTexts
 from orchestrator.store.search_index import words
@@ -80,11 +79,11 @@ def _preview(text: str) -> str:
 
 def download(rows: Sequence[EpisodeRow], fmt: str) -> tuple[str, str]:
     """(body, content type) of a list as CSV or JSON: every field of every row."""
-    records = [asdict(r) for r in rows]
+    records = [r.flat() for r in rows]
     if fmt == "json":
         return json.dumps(records, indent=1), "application/json"
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=list(EpisodeRow.__dataclass_fields__))
+    writer = csv.DictWriter(out, fieldnames=EpisodeRow.flat_names())
     writer.writeheader()
     writer.writerows(records)
     return out.getvalue(), "text/csv"

@@ -16,6 +16,7 @@ from orchestrator.report.html import render_html
 from orchestrator.report.markdown import render_markdown
 from orchestrator.report.stats import wilson_interval
 from orchestrator.report.summary import summarize_all
+from orchestrator.store.records import EpisodeKey
 from orchestrator.store.results import Episode, Results
 
 CELL = ("openai/sim", "try_again", "starter-bash")
@@ -26,7 +27,7 @@ def episode(task: int, reward: float, *, status: str | None = None, turns: int =
     """One episode of CELL's model and strategy; `status` defaults to solved (reward 1) or max_turns."""
     status = status or ("solved" if reward == 1.0 else "max_turns")
     cut = status == "budget_exhausted"
-    return Episode(CELL[0], CELL[1], task_set, f"{task_set}/{task}", 0, "bash", status, "model" if cut else None,
+    return Episode(EpisodeKey(CELL[0], CELL[1], task_set, f"{task_set}/{task}", 0), "bash", status, "model" if cut else None,
                    reward, reward == 1.0 and not cut, turns, 3, tokens, 0, None, 1, turns if reward == 1.0 else None)
 
 

@@ -20,6 +20,7 @@ from orchestrator import cli
 from orchestrator.nightly.cli import run_compare, write_comparison
 from orchestrator.nightly.compare import CompareSettings, Exclusions, compare
 from orchestrator.nightly.outcomes import TaskOutcome
+from orchestrator.store.records import EpisodeKey
 
 SCHEMA = Path(cli.__file__).parent / "store" / "schema.sql"
 MODULE = "orchestrator.nightly.cli"
@@ -141,8 +142,8 @@ async def test_min_effect_holds_back_a_small_significant_drop(make_run, tmp_path
 
 def test_a_partial_reward_drop_is_caught_by_the_bootstrap():
     """Success never changes (rewards stay below 1), so only the bootstrap on mean reward can see it."""
-    base = [TaskOutcome(*CELL, f"t/{i}", 0, False, 0.8) for i in range(100)]
-    cur = [TaskOutcome(*CELL, f"t/{i}", 0, False, 0.5) for i in range(100)]
+    base = [TaskOutcome(EpisodeKey(*CELL, f"t/{i}", 0), False, 0.8) for i in range(100)]
+    cur = [TaskOutcome(EpisodeKey(*CELL, f"t/{i}", 0), False, 0.5) for i in range(100)]
     (cell,) = compare(base, cur, CompareSettings(resamples=1000)).cells
     assert cell.mcnemar_p == 1.0 and cell.reward is not None
     assert cell.reward.difference == pytest.approx(-0.3)
@@ -150,11 +151,11 @@ def test_a_partial_reward_drop_is_caught_by_the_bootstrap():
 
 
 def test_pairs_on_task_and_epoch_and_skips_infra_and_exclusions():
-    base = [TaskOutcome(*CELL, "t/1", e, True, 1.0) for e in range(3)] + [TaskOutcome(*CELL, "t/2", 0, True, 1.0),
-                                                                       TaskOutcome(*CELL, "t/3", 0, True, 1.0)]
-    cur = [TaskOutcome(*CELL, "t/1", e, e != 1, float(e != 1)) for e in range(3)] + [
-        TaskOutcome(*CELL, "t/2", 0, False, 0.0, infra=True), TaskOutcome(*CELL, "t/3", 0, False, 0.0),
-        TaskOutcome(*CELL, "t/4", 0, True, 1.0)]
+    base = [TaskOutcome(EpisodeKey(*CELL, "t/1", e), True, 1.0) for e in range(3)] + [TaskOutcome(EpisodeKey(*CELL, "t/2", 0), True, 1.0),
+                                                                       TaskOutcome(EpisodeKey(*CELL, "t/3", 0), True, 1.0)]
+    cur = [TaskOutcome(EpisodeKey(*CELL, "t/1", e), e != 1, float(e != 1)) for e in range(3)] + [
+        TaskOutcome(EpisodeKey(*CELL, "t/2", 0), False, 0.0, infra=True), TaskOutcome(EpisodeKey(*CELL, "t/3", 0), False, 0.0),
+        TaskOutcome(EpisodeKey(*CELL, "t/4", 0), True, 1.0)]
     (cell,) = compare(base, cur, CompareSettings(resamples=100), Exclusions(broken=frozenset({("fs1", "t/3")}))).cells
     assert cell.pairs == 3 and cell.pass_to_fail == (("t/1", 1),)
     assert cell.unpaired == 2  # t/2 (infra) and t/4 (current only)

@@ -20,6 +20,7 @@ from orchestrator.nightly.gate import GateResult, broken_tasks, gate_config
 from orchestrator.nightly.history import History
 from orchestrator.nightly.nightly import NightlyOptions, conclude
 from orchestrator.nightly.outcomes import TaskOutcome, from_episodes
+from orchestrator.store.records import EpisodeKey
 from orchestrator.store.results import load_results
 from orchestrator.sweep.config import load_sweep
 from tests.unit import test_compare
@@ -120,7 +121,7 @@ def test_flips_count_only_nights_that_ran_the_task():
     nights = [{key: True}, {}, {key: True}, {key: False}, {key: True}]
     assert find_flaky(nights, FlakySettings(window=7, min_flips=2)) == {key: 2}
     assert find_flaky(nights, FlakySettings(window=2, min_flips=2)) == {}
-    outcomes = [TaskOutcome(*CELL, "t/1", e, e < 2, 1.0) for e in range(3)] + [TaskOutcome(*CELL, "t/2", 0, False, 0.0, True)]
+    outcomes = [TaskOutcome(EpisodeKey(*CELL, "t/1", e), e < 2, 1.0) for e in range(3)] + [TaskOutcome(EpisodeKey(*CELL, "t/2", 0), False, 0.0, True)]
     assert night_outcomes(outcomes) == {key: True}
 
 
