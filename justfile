@@ -52,7 +52,7 @@ test *ARGS:
     tier "tests/unit" {{just_executable()}} test-fast
     tier "the images" {{just_executable()}} images
     tier "Chromium" {{just_executable()}} chromium
-    tier "tests/cluster, docker, browser" "${pytest[@]}" tests/cluster tests/docker tests/browser -n 2 --dist loadgroup -m "not alone" --durations=30
+    tier "tests/cluster, docker, browser" "${pytest[@]}" tests/cluster tests/docker tests/browser -n 2 --dist loadfile -m "not alone" --durations=30
     tier "the tests marked alone" "${pytest[@]}" tests/docker tests/cluster -m alone --durations=5
     echo "test: every tier passed in $SECONDS s"
 

@@ -70,20 +70,27 @@ def cluster() -> Any:
 TIERS = ("unit", "docker", "cluster", "browser")
 
 
-@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """With `-n 2 --dist loadfile` (./dev test): each test module goes whole to one process, so that
+    its module fixtures (a test engine of its own, a viewer's sweeps) are made once, and the cluster
+    tier goes whole to one (one Ray cluster a session, its engines' bridges and data roots)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class TierScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "tests/cluster" if nodeid.startswith("tests/cluster/") else super()._split_scope(nodeid)
+
+    return TierScheduling(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The tiers are folders (tests/unit, docker, cluster, browser); a test marked `docker` in
-    tests/unit is an error. For two processes (`-n 2 --dist loadgroup`, ./dev test) each module is a
-    group of its own, so that its module fixtures are made once; the cluster tier is one group (one
-    Ray cluster a session), and so are the tests marked `alone`, which ./dev test runs after the
-    rest, by themselves."""
+    """The tiers are folders (tests/unit, docker, cluster, browser): a test marked `docker` in
+    tests/unit is an error."""
     misplaced = [item.nodeid for item in items if _tier(item) == "unit" and item.get_closest_marker("docker")]
     if misplaced:
         raise pytest.UsageError(f"{misplaced[0]}: a test marked docker belongs in tests/docker, not tests/unit")
-    for item in items:
-        tier = _tier(item)
-        group = "cluster" if tier == "cluster" else item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(group))
 
 
 def _tier(item: pytest.Item) -> str | None:

@@ -98,6 +98,19 @@ class Terminal:
         await self._tmux("-f", f"{folder}/tmux.conf", "new-session", "-d", "-s", SESSION, "-x", str(WIDTH), "-y",
                          str(HEIGHT), command, env={**variables, "TERM": "xterm"})
         await self.settle(START_WAIT)  # its first prompt, before anything is typed
+        await self.reading(START_WAIT)
+
+    async def reading(self, seconds: float) -> None:
+        """Wait up to `seconds` until the shell reads the terminal itself (readline's raw mode, not
+        the line discipline's cooked one): a line typed while the terminal is still cooked is cut at
+        4,095 characters, and a quiet screen may come before the prompt under load."""
+        tty = (await self._tmux("display-message", "-p", "-t", SESSION, "#{pane_tty}")).strip()
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            modes = await self.sandbox.exec(["stty", "-F", tty, "-a"], cwd="/", timeout=TIMEOUT)
+            if modes.exit_code != 0 or "-icanon" in modes.output.split():
+                return  # no stty to ask (a minimal image): the settled screen is all there is to go by
+            await asyncio.sleep(POLL)
 
     async def type(self, keys: Keys) -> None:
         """Type `keys`, then wait its duration, or less once the shell is idle again."""
