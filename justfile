@@ -39,7 +39,7 @@ chromium:
 test-fast *ARGS:
     DOCKER_HOST=unix:///nonexistent/intercode-test-fast.sock {{python}} -m pytest tests/unit -n 2 -p no:cacheprovider --durations=10 "$@"
 
-# The whole suite, tier by tier, stopping at the first tier that fails: tests/unit; then the images and Chromium; tests/cluster, tests/docker and tests/browser in two processes; then the few tests marked `alone`, by themselves. With ARGS, pytest ARGS alone after the images (e.g. ./dev test tests/docker/test_sweep.py -k quickstart)
+# The whole suite, tier by tier, stopping at the first that fails: tests/unit first; meanwhile, in the background, the images, Chromium and the few tests marked `alone` (they need the engine to themselves, which the unit tier leaves them); then tests/cluster, tests/docker and tests/browser in two processes. With ARGS, pytest ARGS alone after the images (e.g. ./dev test tests/docker/test_sweep.py -k quickstart)
 test *ARGS:
     #!/usr/bin/env bash
     set -euo pipefail
@@ -48,12 +48,24 @@ test *ARGS:
         {{just_executable()}} images && {{just_executable()}} chromium
         exec "${pytest[@]}" --durations=30 "$@"
     fi
-    tier() { local name=$1 start=$SECONDS; shift; "$@"; echo "test: $name passed in $((SECONDS - start)) s"; }
-    tier "tests/unit" {{just_executable()}} test-fast
-    tier "the images" {{just_executable()}} images
-    tier "Chromium" {{just_executable()}} chromium
+    tier() { local name=$1 start=$SECONDS; shift; "$@" || return; echo "test: $name passed in $((SECONDS - start)) s"; }
+    background=$(mktemp)
+    set -m  # the background tier in a process group of its own, stopped whole if the unit tier fails
+    ( tier "the images" {{just_executable()}} images && tier "Chromium" {{just_executable()}} chromium &&
+      tier "the tests marked alone" "${pytest[@]}" tests/docker tests/cluster -m alone --durations=5 ) > "$background" 2>&1 &
+    beside=$!
+    set +m
+    if ! tier "tests/unit" {{just_executable()}} test-fast; then
+        kill -TERM -- "-$beside" 2>/dev/null || true
+        wait "$beside" || true
+        exit 1
+    fi
+    status=0
+    wait "$beside" || status=$?
+    cat "$background"
+    rm -f "$background"
+    [ "$status" -eq 0 ] || exit "$status"
     tier "tests/cluster, docker, browser" "${pytest[@]}" tests/cluster tests/docker tests/browser -n 2 --dist loadfile -m "not alone" --durations=30
-    tier "the tests marked alone" "${pytest[@]}" tests/docker tests/cluster -m alone --durations=5
     echo "test: every tier passed in $SECONDS s"
 
 # Pool benchmark: lease, action round trip vs docker exec, reset vs create, actions/s

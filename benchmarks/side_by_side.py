@@ -103,7 +103,7 @@ def main() -> None:
     parser.add_argument("--no-replay", action="store_true")
     parser.add_argument("--after-replay", default="", help="the after side's replay options, e.g. "
                         "'--context dataset' against a before side without replay contexts (both are shown)")
-    args = parser.parse_args()
+    args = parser.parse_intermixed_args()  # `BEFORE --data-dir D AFTER`, as the recipe passes them
     data_dir = str(resolve_data_dir(args.data_dir))
     with tempfile.TemporaryDirectory(prefix="bench-sides-", dir=PROJECT_ROOT.parent) as directory:
         sides = {"before": worktree(args.before, Path(directory), "before"),

@@ -15,23 +15,16 @@ from pathlib import Path
 
 from foundation.errors import ConfigError
 from orchestrator.store import EpisodeKey
+from orchestrator.store.records import Keyed
 from orchestrator.sweep.config import MAX_EPISODES, SweepConfig
 from orchestrator.tasksets import TaskSetConfig, resolve
 from tasks import Task
 
 
 @dataclass(frozen=True, slots=True)
-class PlannedEpisode:
+class PlannedEpisode(Keyed):
     key: EpisodeKey
     task: Task
-
-    @property
-    def model(self) -> str:
-        return self.key.model
-
-    @property
-    def strategy(self) -> str:
-        return self.key.strategy
 
 
 def select_tasks(spec: TaskSetConfig, data_dir: Path | None, base_dir: Path | None = None) -> list[Task]:

@@ -1,12 +1,5 @@
-"""Replay contexts: each NL2Bash recording replays in the world its observations show it ran in,
-the container (file system) and the file ages at recording, inferred from observations alone.
-
-The recordings are synthetic, in eval_n_turn.py's shape, made by emulating the original's harness
-in worlds unlike their dataset's (tests/fixtures/replay/make_recordings.py says how): file system
-2's tasks run in file system 1; file system 3's recorded five days after its image's build and
-file system 2's thirteen days after, under another clock (libfaketime's), with `find -mtime`,
-`-atime`, `ls -l` and `ls -t` turns, and golds that delete by age.
-"""
+"""Replay contexts in containers: each synthetic recording (tests/unit/test_replay_context.py says
+how they are made) replays in its inferred context, and not in its dataset's."""
 
 from __future__ import annotations
 
