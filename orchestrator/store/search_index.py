@@ -26,6 +26,7 @@ import hashlib
 import re
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ from foundation.settings import cache_dir
 from orchestrator.store import reader
 
 CHUNK = 5000  # episodes per transaction while building: the store's snapshot is never held long
+LOCK_WAIT_S = 30.0  # seconds a viewer waits on another's write to the shared index
 BUILD_WAIT_S = 1.0  # a search while the index is built waits this long for it before looking in the tasks only
 VERSION = "1"
 FIELDS = ("task", "outputs", "actions", "observations")
@@ -139,12 +141,28 @@ class TextIndex:
     @contextmanager
     def _writer(self) -> Iterator[sqlite3.Connection]:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with closing(sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)) as db:
-            db.execute("PRAGMA main.journal_mode=WAL")  # a search reads while the episodes stored since are added
+        with closing(sqlite3.connect(self.path, timeout=LOCK_WAIT_S, isolation_level=None,
+                                     check_same_thread=False)) as db:
+            _write_ahead(db)  # a search reads while the episodes stored since are added
             db.execute("PRAGMA main.journal_size_limit = 67108864")
             db.executescript(SCHEMA)
             db.execute("ATTACH DATABASE ? AS store", (reader.read_uri(self.store),))
             yield db
+
+
+def _write_ahead(db: sqlite3.Connection) -> None:
+    """The index in WAL mode. Two viewers opening a new index at once both ask to switch it, which
+    takes its lock whole; SQLite answers the second "locked" at once, without its busy wait, so the
+    switch is asked again until LOCK_WAIT_S has passed (once switched, asking is a read)."""
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while True:
+        try:
+            db.execute("PRAGMA main.journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)  # the other viewer's switch takes milliseconds
 
 
 def _stamp(db: sqlite3.Connection) -> str:
