@@ -67,9 +67,6 @@ def cluster() -> Any:
             _STOP_CLUSTER.pop()()
 
 
-TIERS = ("unit", "docker", "cluster", "browser")
-
-
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """With `-n 2 --dist loadfile` (./dev test): each test module goes whole to one process, so that
     its module fixtures (a test engine of its own, a viewer's sweeps) are made once, and the cluster
@@ -88,14 +85,10 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The tiers are folders (tests/unit, docker, cluster, browser): a test marked `docker` in
     tests/unit is an error."""
-    misplaced = [item.nodeid for item in items if _tier(item) == "unit" and item.get_closest_marker("docker")]
+    misplaced = [item.nodeid for item in items
+                 if item.nodeid.startswith("tests/unit/") and item.get_closest_marker("docker")]
     if misplaced:
         raise pytest.UsageError(f"{misplaced[0]}: a test marked docker belongs in tests/docker, not tests/unit")
-
-
-def _tier(item: pytest.Item) -> str | None:
-    parts = Path(item.nodeid.split("::")[0]).parts
-    return parts[1] if len(parts) > 2 and parts[0] == "tests" and parts[1] in TIERS else None
 
 
 @pytest.hookimpl(trylast=True)
