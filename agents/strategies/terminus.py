@@ -113,16 +113,42 @@ class Terminal:
             await asyncio.sleep(POLL)
 
     async def type(self, keys: Keys) -> None:
-        """Type `keys`, then wait its duration, or less once the shell is idle again."""
+        """Type `keys`, then wait its duration, or less once the shell read them and is idle again."""
         if KEY.match(keys.keystrokes):
             await self._tmux("send-keys", "-t", SESSION, keys.keystrokes)
-        else:
-            for number, line in enumerate(keys.keystrokes.split("\n")):
-                if number:
-                    await self._tmux("send-keys", "-t", SESSION, "Enter")
-                if line:
-                    await self._tmux("send-keys", "-t", SESSION, "-l", line)
-        await self.settle(keys.duration)
+            await self.settle(keys.duration)
+            return
+        shell = await self.shell_reads()
+        for number, line in enumerate(keys.keystrokes.split("\n")):
+            if number:
+                await self._tmux("send-keys", "-t", SESSION, "Enter")
+            if line:
+                await self._tmux("send-keys", "-t", SESSION, "-l", line)
+        deadline = time.monotonic() + keys.duration
+        if shell is not None:
+            pid, before = shell
+            await self.read_by_shell(pid, before + len(keys.keystrokes.encode()), deadline)
+        await self.settle(deadline - time.monotonic())
+
+    async def shell_reads(self) -> tuple[str, int] | None:
+        """The pane's shell and the bytes it has read so far (its `rchar`); None when it isn't in
+        the foreground (a program reads the keys) or its counters can't be read."""
+        if not await self.idle():
+            return None
+        pid = (await self._tmux("display-message", "-p", "-t", SESSION, "#{pane_pid}")).strip()
+        counted = await _read_count(self.sandbox, pid)
+        return None if counted is None else (pid, counted)
+
+    async def read_by_shell(self, pid: str, total: int, deadline: float) -> None:
+        """Wait until the shell has read `total` bytes (what was typed: readline reads the terminal a
+        byte at a time), or a command it started holds the terminal, or the deadline. A shell
+        scheduled late shows a quiet screen and an idle pane before it read anything: the wait for a
+        quiet screen alone would take that for the command's end."""
+        while time.monotonic() < deadline:
+            counted = await _read_count(self.sandbox, pid)
+            if counted is None or counted >= total or not await self.idle():
+                return
+            await asyncio.sleep(POLL)
 
     async def settle(self, seconds: float) -> None:
         """Wait `seconds`, or less: until the shell is idle and the screen stopped changing (a long
@@ -153,6 +179,13 @@ class Terminal:
             new = f"(the screen was redrawn; it shows:)\n{screen}"
         self.seen = everything
         return _limited(new)
+
+
+async def _read_count(sandbox: Sandbox, pid: str) -> int | None:
+    """The bytes process `pid` has read (`rchar` of /proc/PID/io), or None."""
+    result = await sandbox.exec(["cat", f"/proc/{pid}/io"], cwd="/", timeout=TIMEOUT)
+    found = re.search(r"^rchar: (\d+)$", result.output, re.MULTILINE) if result.exit_code == 0 else None
+    return int(found[1]) if found else None
 
 
 class Terminus:

@@ -4,6 +4,7 @@ solve the starter Bash tasks and a Harbor folder, each answer a turn with what t
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -33,3 +34,31 @@ def test_terminus_types_into_a_terminal_and_solves_with_the_oracle_and_the_local
     first = rows(out, "SELECT t.output FROM turns t JOIN episodes e ON e.id = t.episode_id "
                       "WHERE e.model = 'openai/sim' ORDER BY t.idx LIMIT 1")[0][0]
     assert json.loads(first)["commands"]
+
+
+@pytest.mark.docker
+async def test_keys_typed_to_a_shell_that_reads_them_late_are_waited_for(docker, make_pool):
+    """A shell busy in itself (here its prompt command waits 3 s) shows an idle pane and a quiet
+    screen before it read a byte of what was typed: the terminal waits until it has read them, then
+    for the command. (tmux continues a stopped shell at once, so SIGSTOP can't make it late.)"""
+    from agents.strategies.terminus import Keys, Terminal
+    from foundation.pool.config import Hardening, ImagePoolConfig
+    from foundation.settings import cache_dir
+    from orchestrator.images.agent_layer import RUNTIME_DIR, extract
+    from orchestrator.images.specs import RUNTIME, get
+    from tests.conftest import require_image
+
+    image = await require_image(docker, "intercode/starter")
+    runtime = await extract(docker, await require_image(docker, get(RUNTIME).tag), RUNTIME_DIR, cache_dir() / "runtime")
+    config = ImagePoolConfig(min_idle=0, max_size=1, hardening=Hardening(binds=[f"{runtime}:{RUNTIME_DIR}:ro"]))
+    async with make_pool({image: config}) as pool, pool.lease(image) as sandbox:
+        terminal = Terminal(sandbox)
+        await terminal.start("/", {})
+        await terminal.type(Keys("mkfifo /run/late; exec 9<>/run/late; PROMPT_COMMAND='read -t 3 -u 9; PROMPT_COMMAND='\n",
+                                 1.0))
+        await terminal.changes()
+        started = asyncio.get_running_loop().time()
+        await terminal.type(Keys("echo " + "x" * 3000 + " | wc -c; echo typed-$((6 * 7))\n", 30.0))
+        waited = asyncio.get_running_loop().time() - started
+        printed = await terminal.changes()
+    assert "3001" in printed.splitlines() and "typed-42" in printed.splitlines(), (waited, printed)
