@@ -37,10 +37,16 @@ from orchestrator.fidelity.trajectories import CTF, HUMAN, REACT, Episode
 STRATEGIES = (SINGLE, TRY_AGAIN, STRATEGY[REACT], PLAN_AND_SOLVE, REFINE, STRATEGY[CTF], STRATEGY[HUMAN])
 ONE = 1 - 1e-9  # "exactly 1", for rewards that went through float arithmetic
 POINT = 0.01 + 1e-9  # a cell off by more than this is flagged
-# Model names as the original's scripts wrote them into file names (`--model`, and the fixed
-# `starchat` of eval_n_turn_others.py); `_` separates the name's parts.
-MODEL = re.compile(r"(?:^|[_/-])((?:gpt-?[34]|text-davinci|code-davinci|chat-bison|palm|starchat|vicuna|llama|"
-                   r"claude|falcon|starcoder)[\w.-]*?)(?=_|/|\.json$|$)", re.IGNORECASE)
+# The model in a file's name as the original's scripts wrote it: eval_n_turn.py's
+# `{env}_multiturn_{model}_{turns}_turns.json` (eval_n_turn_others.py's with `starchat`), anything
+# between; ours (`export`) begin `{model}__`.
+NAMED = (re.compile(r"(?:^|_)multiturn_(.+?)_\d+_turns(?:_|\.json$|$)", re.IGNORECASE),
+         re.compile(r"^([^_].*?)__.+__.+\.json$"))
+# Otherwise a model family anywhere in the path (Plan & Solve, ReAct and CTF files are named without
+# a model: the folder they were written to names it); `_` separates the name's parts.
+MODEL = re.compile(r"(?:^|[_/-])((?:gpt-?[34]|text-davinci|code-davinci|[a-z]+-bison|palm|gemini|starchat|vicuna|"
+                   r"llama|codellama|claude|falcon|starcoder|mistral|mixtral|deepseek|qwen|wizardcoder)[\w.-]*?)"
+                   r"(?=_|/|\.json$|$)", re.IGNORECASE)
 FIRST_TURNS = "first turns of {} Try Again file{}"
 # The kinds of the paper's Single and Try Again tables: their harness scored every turn, so a first
 # turn is a single-turn answer (CTF's scored only a submitted flag).
@@ -96,10 +102,16 @@ Table = list[tuple[Row, list[Row]]]  # each cell's total, and its files' rows
 
 
 def model_of(source: str, root: Path | None = None) -> str:
-    """The model a file's path names (below `root`), lower-cased; "" when it names none."""
+    """The model a file's name names, or else the folders from `root` (the folder replayed, itself
+    included) down to it, lower-cased; "" when none does."""
     path = Path(source)
-    text = str(path.relative_to(root)) if root is not None and path.is_relative_to(root) else path.name
-    found = MODEL.findall(text)
+    for pattern in NAMED:
+        named = pattern.search(path.name)
+        if named:
+            return named[1].lower()
+    below = root is not None and path.is_relative_to(root)
+    text = f"{root.name}/{path.relative_to(root)}" if root is not None and below else path.name
+    found = MODEL.findall(text)  # the last: the folder nearest the file
     return found[-1].lower() if found else ""
 
 
