@@ -22,11 +22,22 @@ logs.configure(int(os.environ.get("INTERCODE_TEST_VERBOSITY", "1")))
 FS1 = "intercode/nl2bash-fs1"
 
 
+# What tests keep between sessions from the sweeps' cache: folders named by what they were made of
+# (an image id, a hash of an agent's packages), filled once and whole (orchestrator/images/agent_layer.py),
+# so every process and session may share them. An installed agent's layer is a gigabyte to copy out.
+SHARED_CACHE = Path.home() / ".cache" / "intercode-orchestrator-tests"
+SHARED_FOLDERS = ("agents", "runtime")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Sweeps keep gold results in a per-user cache; tests (and the sweeps they start in
-    subprocesses) use one of their own, so they neither read nor leave the user's."""
+    subprocesses) use one of their own, so they neither read nor leave the user's. Its folders of
+    image contents are shared by the test sessions (SHARED_CACHE)."""
     path = tmp_path_factory.mktemp("cache")
+    for name in SHARED_FOLDERS:
+        (SHARED_CACHE / name).mkdir(parents=True, exist_ok=True)
+        (path / name).symlink_to(SHARED_CACHE / name, target_is_directory=True)
     os.environ["INTERCODE_CACHE_DIR"] = str(path)
     return path
 

@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 from pathlib import Path
 
 import aiodocker
@@ -78,21 +79,23 @@ def agent_spec(name: str, pip: list[str], npm: list[str]) -> ImageSpec:
     recipe = [HEAD, PIP if pip else "", NODE + NODE_WHEEL if npm else "", TAIL, CONSTRAINTS]  # a new recipe: a new layer
     key = hashlib.sha256("\n".join([name, *pip, "--npm--", *npm, *recipe]).encode()).hexdigest()[:12]
     context = cache_dir() / "agents" / f"{name}-{key}"
-    if not (context / ".complete").exists():
-        shutil.rmtree(context, ignore_errors=True)
-        context.mkdir(parents=True)
-        home = f"{AGENTS_DIR}/{name}"
-        dockerfile = HEAD.format(runtime=RUNTIME_DIR, home=home)
-        if pip:
-            wheel = _fetch_pip(name, pip, context / "wheels")
-            dockerfile += PIP.format(runtime=RUNTIME_DIR, home=home, pip=wheel,
-                                     requirements=" ".join(f"'{r}'" for r in pip))
-        if npm:
-            _fetch_npm(name, npm, context / "npm")
-            _fetch_node(name, context / "node")
-            dockerfile += NODE.format(runtime=RUNTIME_DIR, home=home)
-        (context / "Dockerfile").write_text(dockerfile + TAIL.format(home=home))
-        (context / ".complete").write_text("")
+    if not _complete(context):
+        folder = _staging(context)
+        try:
+            home = f"{AGENTS_DIR}/{name}"
+            dockerfile = HEAD.format(runtime=RUNTIME_DIR, home=home)
+            if pip:
+                wheel = _fetch_pip(name, pip, folder / "wheels")
+                dockerfile += PIP.format(runtime=RUNTIME_DIR, home=home, pip=wheel,
+                                         requirements=" ".join(f"'{r}'" for r in pip))
+            if npm:
+                _fetch_npm(name, npm, folder / "npm")
+                _fetch_node(name, folder / "node")
+                dockerfile += NODE.format(runtime=RUNTIME_DIR, home=home)
+            (folder / "Dockerfile").write_text(dockerfile + TAIL.format(home=home))
+            _publish(folder, context)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)  # published already, unless something failed
     return ImageSpec(f"agent-{name}-{key}", "Dockerfile", context_dir=context, stages=(RUNTIME,),
                      buildargs={"RUNTIME": get(RUNTIME).tag}, timeout=DOWNLOAD_TIMEOUT)
 
@@ -148,21 +151,49 @@ async def extract(docker: aiodocker.Docker, image: str, path: str, into: Path) -
     kept: its files are mounted read-only into containers). The copy's path."""
     inspected = await _inspect(docker, image)
     target = into / str(inspected["Id"]).removeprefix("sha256:")[:16]
-    if (target / ".complete").exists():
+    if _complete(target):
         return target / Path(path).name
-    shutil.rmtree(target, ignore_errors=True)
-    target.mkdir(parents=True)
-    async with engine_deadline(f"create a container of {image}"):
-        container = await docker.containers.create({"Image": image, "Cmd": ["none"]})
+    folder = _staging(target)
     try:
-        async with engine_deadline(f"copy {path} out of {image}", timeout=600.0):
-            archive = await container.get_archive(path)
-        await asyncio.to_thread(_unpack, archive, target)
+        async with engine_deadline(f"create a container of {image}"):
+            container = await docker.containers.create({"Image": image, "Cmd": ["none"]})
+        try:
+            async with engine_deadline(f"copy {path} out of {image}", timeout=600.0):
+                archive = await container.get_archive(path)
+            await asyncio.to_thread(_unpack, archive, folder)
+        finally:
+            async with engine_deadline(f"remove the container of {image}"):
+                await container.delete(force=True)
+        _publish(folder, target)
     finally:
-        async with engine_deadline(f"remove the container of {image}"):
-            await container.delete(force=True)
-    (target / ".complete").write_text("")
+        await asyncio.to_thread(shutil.rmtree, folder, ignore_errors=True)
     return target / Path(path).name
+
+
+def _complete(folder: Path) -> bool:
+    return (folder / ".complete").exists()
+
+
+def _staging(target: Path) -> Path:
+    """A new folder beside `target` to fill; `_publish` renames it to `target` once it is whole. So
+    two sweeps (or test processes) filling the same folder at once never see, or remove, each
+    other's half, and a killed one leaves no half-filled `target`."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.exists() and not _complete(target):
+        shutil.rmtree(target, ignore_errors=True)  # half-filled by a version before this one
+    folder = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent))
+    folder.chmod(0o755)
+    return folder
+
+
+def _publish(folder: Path, target: Path) -> None:
+    (folder / ".complete").write_text("")
+    try:
+        folder.rename(target)
+    except OSError:
+        if not _complete(target):
+            raise
+        # another process published the same folder first: its copy serves, ours is removed
 
 
 def _unpack(archive: tarfile.TarFile, target: Path) -> None:
