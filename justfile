@@ -65,7 +65,7 @@ test *ARGS:
     cat "$background"
     rm -f "$background"
     [ "$status" -eq 0 ] || exit "$status"
-    tier "tests/cluster, docker, browser" "${pytest[@]}" tests/cluster tests/docker tests/browser -n 2 --dist loadfile -m "not alone" --durations=30
+    tier "tests/cluster, docker, browser" "${pytest[@]}" tests/cluster tests/docker tests/browser -n 3 --dist loadfile --no-loadscope-reorder -m "not alone" --durations=30
     echo "test: every tier passed in $SECONDS s"
 
 # Pool benchmark: lease, action round trip vs docker exec, reset vs create, actions/s

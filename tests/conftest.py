@@ -79,7 +79,7 @@ def cluster() -> Any:
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """With `-n 2 --dist loadfile` (./dev test): each test module goes whole to one process, so that
+    """With `-n 3 --dist loadfile` (./dev test): each test module goes whole to one process, so that
     its module fixtures (a test engine of its own, a viewer's sweeps) are made once, and the cluster
     tier goes whole to one (one Ray cluster a session, its engines' bridges and data roots)."""
     if config.getvalue("dist") != "loadfile":
@@ -100,6 +100,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                  if item.nodeid.startswith("tests/unit/") and item.get_closest_marker("docker")]
     if misplaced:
         raise pytest.UsageError(f"{misplaced[0]}: a test marked docker belongs in tests/docker, not tests/unit")
+    rank = {module: number for number, module in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: next((rank[m] for m in LONGEST_FIRST if item.nodeid.startswith(m)), len(rank)))
+
+
+# The modules that take longest, longest first (measured: `--durations=0`, or --junitxml's times): the
+# slow tiers' processes (`--dist loadfile --no-loadscope-reorder`, ./dev test) take modules in this
+# order, so no long one starts last while the other processes have run out of work. The sort is
+# stable: the other modules, and each module's tests, keep their order.
+LONGEST_FIRST = ("tests/cluster/", "tests/docker/test_engine_restart.py", "tests/docker/test_fidelity.py",
+                 "tests/docker/test_installed_agents.py", "tests/docker/test_sweep.py", "tests/docker/test_own_tasks.py",
+                 "tests/docker/test_harbor_format.py", "tests/docker/test_harbor.py",
+                 "tests/docker/test_harbor_published.py", "tests/docker/test_llm_load.py")
 
 
 @pytest.hookimpl(trylast=True)

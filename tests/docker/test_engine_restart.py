@@ -36,7 +36,7 @@ name = "restart"
 output = "{out}"
 strategies = ["single", "try_again"]
 max_turns = 3
-epochs = 3
+epochs = 2
 concurrency = 16
 engine_wait = {wait}
 engine_timeout = {timeout}
@@ -54,7 +54,7 @@ dataset = "starter-python"
 [[tasks]]
 dataset = "starter-ctf"
 """
-TOTAL = 2 * 2 * 3 * 18
+TOTAL = 2 * 2 * 2 * 18
 STOP_AFTER = 40  # episodes stored before the engine is stopped
 
 
