@@ -30,6 +30,7 @@ from environments.rewards.bash import (
     hash_command,
     parse_porcelain,
     parse_status,
+    recorded_split,
 )
 from foundation.pool import ExecResult, Sandbox
 from foundation.sandbox import simplify_path
@@ -230,7 +231,7 @@ SHELL_TAGS = frozenset({"bash", "sh", "shell", "console"})
 SPEC = register(KindSpec(
     name="bash", environment=BashEnv, language="BASH", setting="Bourne Shell", fence="bash", fence_tags=SHELL_TAGS,
     export_name="ic_bash", datasets=("nl2bash-fs1", "nl2bash-fs2", "nl2bash-fs3", "nl2bash-fs4"),
-    starter="starter-bash", paper_parser="bash", harness_history=True, tool="bash", tool_argument="command",
+    starter="starter-bash", paper_parser="bash", harness_history=True, recorded_parts=recorded_split, tool="bash", tool_argument="command",
     tool_description="Run a command in the Bash shell and return what it printed.",
     task_file=TaskFile("dockerfile", required=True, purpose="the file system its tasks run on", commit_root=True)))
 

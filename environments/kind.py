@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -46,6 +46,10 @@ def _offers_nothing(task: Task) -> bool:
 
 
 def _no_limit(task: Task) -> float | None:
+    return None
+
+
+def _no_split(reward: float, ours: Mapping[str, object]) -> dict[str, float] | None:
     return None
 
 
@@ -83,6 +87,9 @@ class KindSpec:
     paper_fenced: bool = False  # an oracle answers the paper's parser in a fence (SQL's keyword rule)
     recorded_action: Callable[[str], str] = _unchanged  # a recorded action as today's harness reads it
     harness_history: bool = False  # the original's harness reused containers across episodes (Bash)
+    # A recorded reward split into the reward's parts, the split nearest our breakdown of the same
+    # turn (`replay --explain`); None: the kind's recordings keep no parts to infer.
+    recorded_parts: Callable[[float, Mapping[str, object]], dict[str, float] | None] = _no_split
     # Native function calling (the `tools` strategy): the one tool an agent acts through, its one
     # string argument, and what the model is told it does ("": run the kind's code, get its output).
     tool: str = ""  # "": the fence tag

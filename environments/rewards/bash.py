@@ -115,3 +115,32 @@ def bash_reward(agent_changes: list[tuple[str, str]], gold_changes: list[tuple[s
     p2 = round(0.33 * (matched / len(compared)), 2) if compared else 0.33
     p3 = round(0.33 * tfidf_similarity(agent_output, gold_output), 2)
     return BashScore(0.01 + p1 + p2 + p3, p1, p2, p3, missing, extra, len(compared), matched)
+
+
+PARTS = ("file_changes", "file_contents", "output_similarity")  # the terms, as breakdown() names them
+FILE_CHANGE_VALUES = tuple(sorted({round(0.33 * (1 - math.erf(n)), 2) for n in range(4)}))  # 0.0, 0.05, 0.33
+
+
+def recorded_split(reward: float, ours: Mapping[str, object]) -> dict[str, float] | None:
+    """The split of a recorded reward into the three terms that is nearest ours (`ours`: the
+    breakdown of our reward for the same turn): the recording keeps only the sum, and a term takes
+    few values (file changes 0.33, 0.05 or 0; contents and output 0 to 0.33 by hundredths). Nearest:
+    the fewest terms that differ from ours, then the smallest difference. None when no split of
+    the three sums to it (a reward from another rule), or when ours has no terms."""
+    if not all(isinstance(ours.get(name), int | float) for name in PARTS):
+        return None
+    mine = [float(ours[name]) for name in PARTS]  # type: ignore[arg-type]
+    rest = round(reward - 0.01, 2)
+    best: tuple[tuple[int, float], dict[str, float]] | None = None
+    for changes in FILE_CHANGE_VALUES:
+        for hundredths in range(34):
+            contents = hundredths / 100
+            output = round(rest - changes - contents, 2)
+            if not 0 <= output <= 0.33:
+                continue
+            split = (changes, contents, output)
+            differing = sum(abs(a - b) > 0.005 for a, b in zip(split, mine))
+            key = (differing, sum(abs(a - b) for a, b in zip(split, mine)))
+            if best is None or key < best[0]:
+                best = (key, dict(zip(PARTS, split)))
+    return None if best is None else best[1]

@@ -44,7 +44,7 @@ from environments.kind import kind_spec
 from environments.runtime import Runtime
 from foundation.errors import ConfigError, SandboxError
 from orchestrator.fidelity.replayed_turn import OutOfGrammar, TurnResult, replay_turn
-from orchestrator.fidelity.trajectories import Episode, TaskFinder, read_episodes, shown
+from orchestrator.fidelity.trajectories import Episode, TaskFinder, key_in_file, read_episodes, shown
 from orchestrator.store.export import HARNESS
 
 __all__ = ["Replayed", "TurnResult", "lifecycle", "replay_all", "replay_recordings", "without_turns"]
@@ -265,11 +265,7 @@ async def _replay_turns(env: Environment, finder: TaskFinder, episode: Episode) 
 
 def bad_line(episode: Episode, reason: str) -> str:
     """One line naming the file and the episode (its key in the file), and why it is bad."""
-    key = episode.key
-    if episode.source:  # read_all keyed it `FILE#KEY`
-        for label in (f"{episode.source}#", f"{Path(episode.source).name}#"):
-            key = key.removeprefix(label)
-    return f"{shown(episode.source or 'the recording', 400)}: episode {shown(key)}: {reason}"
+    return f"{shown(episode.source or 'the recording', 400)}: episode {shown(key_in_file(episode))}: {reason}"
 
 
 def unscored(episode: Episode, reason: str, start: int = 0) -> list[TurnResult]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from environments.runtime import Runtime
 from foundation.errors import ConfigError
 from foundation.settings import resolve_data_dir
+from orchestrator.fidelity.explain import explain, pick
 from orchestrator.fidelity.replay_context import INFERRED, ReplayContext, infer_contexts
 from orchestrator.fidelity.replay import (
     Replayed,
@@ -75,6 +76,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                         help="replay everything N times, one run after the other, and print each cell's recomputed "
                              "rate in every run and the spread between them (a steady replay: within half a point)")
     parser.add_argument("--limit", type=int, help="replay only the first N episodes of each file")
+    parser.add_argument("--explain", nargs=2, metavar=("FILE", "TASK"),
+                        help="one episode of FILE (its key or task id) side by side with its replay, turn by turn: "
+                             "the reward recorded and ours, each part of it, the changes our scoring found missing "
+                             "or extra, where the observations part (replays the episodes before it in the "
+                             "original's containers)")
     parser.add_argument("--mismatches", type=int, default=40, help="how many mismatches (and bad episodes) to list")
     parser.set_defaults(handler=run)
 
@@ -83,10 +89,14 @@ async def run(args: argparse.Namespace) -> int:
     if args.runs < 1:
         raise ConfigError(f"--runs {args.runs}: give 1 or more")
     data_dir = resolve_data_dir(args.data_dir)
-    files = trajectory_files(args.files, args.table)
+    if args.explain and (args.files or args.table or args.runs > 1):
+        raise ConfigError("--explain FILE TASK replays one episode: give no other file, --table or --runs")
+    files = [Path(args.explain[0])] if args.explain else trajectory_files(args.files, args.table)
     progress = Progress(files)
     progress.step(f"reading {_count(len(files), 'file')} ({progress.megabytes:.0f} MB)")
     episodes = read_all(files, args.limit)  # every file is checked before a container starts
+    if args.explain:
+        episodes = pick(episodes, args.explain[1])
     progress.step(f"read {_count(len(episodes), 'episode')}: finding their tasks and images")
     finder = TaskFinder(data_dir)
     contexts: dict[str, ReplayContext] = {}
@@ -104,6 +114,9 @@ async def run(args: argparse.Namespace) -> int:
             runs.append(await replay_recordings(runtime, finder, episodes, args.concurrency, args.containers,
                                                 on_episode=progress.episode_done))
     runs = runs or [without_turns(episodes)]  # no turn to replay: no engine needed
+    if args.explain:
+        print("\n".join(explain(episodes[-1], runs[0].results, finder.find(episodes[-1]), len(episodes) - 1)))
+        return 0
     output(args, episodes, runs)
     return exit_status(episodes, runs)
 

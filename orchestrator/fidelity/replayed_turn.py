@@ -54,6 +54,8 @@ class TurnResult:
     agree: bool
     reason: str = ""
     flag: str = ""  # why a scored turn is left out of the agreement share: its recording can't be reproduced
+    observation: str = ""  # ours
+    parts: dict[str, Any] | None = None  # our reward's parts (the environment's breakdown), when it scored
 
     @property
     def counted(self) -> bool:
@@ -64,28 +66,34 @@ class TurnResult:
 async def replay_turn(env: Environment, episode: Episode, index: int, prior: float = 0.0) -> TurnResult:
     """Turn `index` of `episode`, replayed and compared; `prior` is our reward of the turn before."""
     turn = episode.turns[index]
-    ours, observation = await run_turn(env, episode, index, prior)
+    ours, observation, parts = await run_turn(env, episode, index, prior)
     if turn.reward is None:
-        return TurnResult(episode.key, index, turn.action, None, ours, False, flag="no recorded reward")
+        return TurnResult(episode.key, index, turn.action, None, ours, False, flag="no recorded reward",
+                          observation=observation, parts=parts)
     expected = turn.reward
     if episode.format == CTF and expected == -1 and turn.action.strip().startswith("submit"):
         expected = 0.0  # a wrong flag, on the older environment's scale
     agree = abs(expected - ours) <= TOLERANCE
     reason = "" if agree else _reason(turn.observation, observation)
-    return TurnResult(episode.key, index, turn.action, turn.reward, ours, agree, reason)
+    return TurnResult(episode.key, index, turn.action, turn.reward, ours, agree, reason, observation=observation,
+                      parts=parts)
 
 
-async def run_turn(env: Environment, episode: Episode, index: int, prior: float) -> tuple[float, str]:
-    """Our (reward, observation) for the turn, by the rule of the script that recorded it."""
+async def run_turn(env: Environment, episode: Episode, index: int,
+                   prior: float) -> tuple[float, str, dict[str, Any] | None]:
+    """Our (reward, observation, the reward's parts) for the turn, by the rule of the script that
+    recorded it; parts only for a turn that scored."""
     turn = episode.turns[index]
     if episode.format == REACT:
-        return await _react_turn(env, turn.action, turn.observation)
+        reward, observation = await _react_turn(env, turn.action, turn.observation)
+        return reward, observation, None
     if turn.action == BLOCKED and turn.observation is None:
-        return 0.0, ""  # eval_n_turn's policy raised: nothing ran
+        return 0.0, "", None  # eval_n_turn's policy raised: nothing ran
     if isinstance(turn.observation, str) and RETRY.match(turn.observation):
         refining = episode.plan_steps is not None and index >= episode.plan_steps
-        return (prior if refining else 0.0), turn.observation  # the harness executed nothing on that turn
-    return await harness_turn(env, turn.action)
+        return (prior if refining else 0.0), turn.observation, None  # the harness executed nothing on that turn
+    reward, observation = await harness_turn(env, turn.action)
+    return reward, observation, env.breakdown()
 
 
 async def _react_turn(env: Environment, action: str, recorded: Any) -> tuple[float, str]:

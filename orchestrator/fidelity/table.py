@@ -1,9 +1,9 @@
 """`replay --table DIR`: the paper's success table, as recorded and as our replay recomputes it.
 
 Cells are model × environment × strategy, as the paper's tables are. The strategy follows from
-the file's format (see `formats.py`); the model from the file's path (`gpt-3.5`, `gpt-4`, ...:
-eval_n_turn.py put `--model` in the name it wrote; ReAct's and Plan & Solve's scripts did not,
-their files go under the model ""). Single is the paper's single-turn run; where a model and
+the file's format (see `formats.py`); the model from the file's path (`model_of`: eval_n_turn.py
+put `--model` in the name it wrote; ReAct's and Plan & Solve's scripts did not, their folder names
+it, or their files go under the model ""). Single is the paper's single-turn run; where a model and
 environment have no single-turn file, it is taken from the first turn of their Try Again runs,
 as the paper did. Each cell has one row per file and, with several files, one for the cell.
 
@@ -17,9 +17,10 @@ compared turns. A cell whose recomputed rate is more than a point off the record
 from __future__ import annotations
 
 import re
+import shlex
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from orchestrator.fidelity.formats import (
     TRY_AGAIN,
 )
 from orchestrator.fidelity.replayed_turn import TurnResult
-from orchestrator.fidelity.trajectories import CTF, HUMAN, REACT, Episode
+from orchestrator.fidelity.trajectories import CTF, HUMAN, REACT, Episode, key_in_file
 
 STRATEGIES = (SINGLE, TRY_AGAIN, STRATEGY[REACT], PLAN_AND_SOLVE, REFINE, STRATEGY[CTF], STRATEGY[HUMAN])
 ONE = 1 - 1e-9  # "exactly 1", for rewards that went through float arithmetic
@@ -68,6 +69,9 @@ class Row:
     recorded_solved_all: int = 0  # of every episode
     turns: int = 0  # compared turns
     agreed: int = 0
+    # Episodes replayed in full whose success differs from the recording's: (file, key in it,
+    # recorded solved), for `replay --explain`
+    differ: list[tuple[str, str, bool]] = field(default_factory=list)
 
     @property
     def replayed(self) -> int:
@@ -81,6 +85,7 @@ class Row:
         for name in ("episodes", "left_out", "recorded_solved", "recomputed_solved", "recorded_solved_all",
                      "turns", "agreed"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.differ += other.differ
 
     def rates(self) -> dict[str, float | None]:
         def share(n: int, of: int) -> float | None:
@@ -179,9 +184,11 @@ def _episode_row(episode: Episode, results: list[TurnResult], bad: bool, single:
     recorded = _solved([t.reward for t in episode.turns], single)
     left_out = bad or any(r.ours is None for r in results)
     counted = [r for r in results if r.counted]
+    ours = _solved([r.ours for r in results], single)
+    differ = [(episode.source, key_in_file(episode), recorded)] if recorded != ours and not left_out else []
     return Row(episode.kind, episode.strategy, episode.source, "", 1, int(left_out),
-               int(recorded and not left_out), int(_solved([r.ours for r in results], single) and not left_out),
-               int(recorded), len(counted), sum(r.agree for r in counted))
+               int(recorded and not left_out), int(ours and not left_out), int(recorded), len(counted),
+               sum(r.agree for r in counted), differ)
 
 
 def _solved(rewards: list[float | None], single: bool) -> bool:
@@ -190,15 +197,17 @@ def _solved(rewards: list[float | None], single: bool) -> bool:
 
 
 def print_table(table: Table, root: Path | None = None) -> None:
-    """The table as text; files are named relative to `root` (the directory replayed)."""
-    models = any(total.model for total, _ in table)
-    print(f"{'model   ' if models else ''}{'env':<6} {'strategy':<21} {'episodes':>8} {'left out':>8} {'recorded':>9} "
+    """The table as text; files are named relative to `root` (the directory replayed). Under it,
+    for each cell off by more than a point, its episodes whose success differs, worst way first,
+    each as the `replay --explain` that shows it."""
+    width = _model_width(total.model for total, _ in table)
+    print(f"{'model':<{width + 1}}{'env':<6} {'strategy':<21} {'episodes':>8} {'left out':>8} {'recorded':>9} "
           f"{'recomputed':>10} {'off':>5} {'turns':>6} {'agreement':>9}  file")
     for total, rows in table:
         for row in rows + ([total] if len(rows) > 1 else []):
             rates = row.rates()
             name = _name(row.file, root) if row.file.endswith(".json") else row.file
-            model = f"{row.model or '-':<7} " if models else ""
+            model = f"{row.model or '-':<{width}} " if width else ""
             print(f"{model}{row.environment:<6} {row.strategy:<21} "
                   f"{row.episodes:>8} {row.left_out:>8} {_percent(rates['recorded']):>9} "
                   f"{_percent(rates['recomputed']):>10} {_off(row, row is total):>5} {row.turns:>6} "
@@ -209,6 +218,34 @@ def print_table(table: Table, root: Path | None = None) -> None:
     if flagged:
         print(f"{len(flagged)} of {len(table)} cells off by more than a point: "
               + ", ".join(_cell_name(total) for total in flagged))
+    for total in flagged:
+        print(f"{_cell_name(total)}: {_differ_line(total)}")
+        for source, key, recorded in _worst(total)[:WORST]:
+            solved = "recorded solved, ours not" if recorded else "ours solved, the recording not"
+            print(f"  python -m orchestrator replay --explain {shlex.quote(source)} {shlex.quote(key)}   # {solved}")
+
+
+WORST = 5  # episodes listed under a flagged cell
+
+
+def _worst(total: Row) -> list[tuple[str, str, bool]]:
+    """The cell's episodes whose success differs, those that pull it the way it is off first."""
+    rates = total.rates()
+    higher = (rates["recomputed"] or 0) > (rates["recorded"] or 0)  # ours finds more successes
+    return sorted(total.differ, key=lambda d: d[2] == higher)
+
+
+def _differ_line(total: Row) -> str:
+    ours = sum(not recorded for *_, recorded in total.differ)
+    theirs = len(total.differ) - ours
+    return (f"{len(total.differ)} episodes differ in success ({ours} solved only by ours, {theirs} only in the "
+            "recording); the worst, each side by side with its replay:")
+
+
+def _model_width(models: Iterable[str]) -> int:
+    """The model column's width; 0 when no row names a model."""
+    named = [model for model in models if model]
+    return max(7, *map(len, named)) if named else 0
 
 
 def _cell_name(row: Row) -> str:
@@ -272,16 +309,16 @@ def spreads(tables: list[Table]) -> list[Spread]:
 
 
 def print_spread(rows: list[Spread]) -> None:
-    models = any(row.cell[0] for row in rows)
+    width = _model_width(row.cell[0] for row in rows)
     runs = len(rows[0].recomputed) if rows else 0
     print(f"\n{runs} runs: the recomputed success of each cell in each run, and the spread between them")
     heads = "".join(f"{f'run {i + 1}':>8}" for i in range(runs))
-    print(f"{'model   ' if models else ''}{'env':<6} {'strategy':<21}{heads} {'spread':>7}")
+    print(f"{'model':<{width + 1}}{'env':<6} {'strategy':<21}{heads} {'spread':>7}")
     for row in rows:
         model, env, strategy = row.cell
         rates = "".join(f"{_percent(r):>8}" for r in row.recomputed)
         flag = "" if row.steady else "!"
-        named = f"{model or '-':<7} " if models else ""
+        named = f"{model or '-':<{width}} " if width else ""
         print(f"{named}{env:<6} {strategy:<21}{rates} {100 * row.spread:>6.1f}{flag}")
     unsteady = [row for row in rows if not row.steady]
     if unsteady:

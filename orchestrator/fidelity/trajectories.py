@@ -118,6 +118,15 @@ def shown(value: object, limit: int = 100) -> str:
     return repr(text[:limit]) + ("..." if len(text) > limit else "")
 
 
+def key_in_file(episode: Episode) -> str:
+    """The episode's key in its file (a replay of several files keys them `FILE#KEY`)."""
+    key = episode.key
+    if episode.source:
+        for label in (f"{episode.source}#", f"{Path(episode.source).name}#"):
+            key = key.removeprefix(label)
+    return key
+
+
 def file_label(path: Path) -> str:
     return shown(path, 400)
 
