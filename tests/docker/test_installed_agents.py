@@ -39,18 +39,19 @@ def probe(tmp_path: Path, command: str, *, timeout: float | None = None, pip: st
 def test_mini_swe_agent_runs_on_starter_bash_and_a_harbor_folder_with_the_local_model(tmp_path, capsys):
     text = EXAMPLE.read_text().replace('output = "runs/installed-agent"', f'output = "{tmp_path / "out"}"')
     text = text.replace('strategies = ["tools", "mini-swe-agent"]', 'strategies = ["mini-swe-agent"]')
-    text = text.split("[[models]]")[0] + LOCAL + f'[[tasks]]\ndataset = "starter-bash"\n[[tasks]]\nharbor = "{HELLO}"\n'
+    # Two starter tasks and a Harbor folder: each episode starts mini-swe-agent, whose imports take seconds of CPU
+    text = text.split("[[models]]")[0] + LOCAL + f'[[tasks]]\ndataset = "starter-bash"\nlimit = 2\n[[tasks]]\nharbor = "{HELLO}"\n'
     sweep = tmp_path / "sweep.toml"
     sweep.write_text(text)
     assert main(["sweep", str(sweep), "--quiet"]) == 0
     out = tmp_path / "out"
     found = rows(out, "SELECT task_id, status, reward, id FROM episodes")
     assert {task: status for task, status, _, _ in found} == {
-        **{f"starter-bash/{n}": "solved" for n in range(5)}, "hello-file/hello-file": "solved"}
+        **{f"starter-bash/{n}": "solved" for n in range(2)}, "hello-file/hello-file": "solved"}
     calls = rows(out, "SELECT episode_id, prompt_tokens, completion_tokens, latency_s FROM llm_calls")
     assert {episode for episode, *_ in calls} == {episode for *_, episode in found}
     assert all(prompt > 0 and completion > 0 and latency > 0 for _, prompt, completion, latency in calls)
-    assert rows(out, "SELECT count(*) FROM transcripts")[0][0] == 6
+    assert rows(out, "SELECT count(*) FROM transcripts")[0][0] == 3
     kept = rows(out, "SELECT t.breakdown FROM turns t WHERE t.action LIKE 'mini %'")
     assert kept and all('"exit_status": 0' in b and "trajectory.json" in b for b, in kept)
 
