@@ -47,6 +47,19 @@ VOLATILE = re.compile(r"(?:^|[|;&(`]|\$\()\s*(?:date|df|cal|uptime|ps|top|free|w
 VOLATILE_TTL = 60.0
 
 
+# A command that reaches another host by name or address: its output depends on the network (DNS,
+# the remote's answer, the transfer's timing), which containers here do not have. `ping` of the
+# loopback alone stays local.
+NETWORK = re.compile(r"(?:^|[|;&(`]|\$\()\s*(?:curl|wget|dig|nslookup|host|ssh|scp|sftp|ftp|telnet|nc|rsync|"
+                     r"ping(?!\s+(?:-\S+\s+\S+\s+)*(?:localhost|127\.[\d.]+)\b))\b")
+
+
+def reaches_network(task: Task) -> bool:
+    """Whether the task's gold reaches the network: offline it fails where the recordings' golds,
+    made with the network, answered (`replay` leaves such episodes out of its comparison)."""
+    return NETWORK.search(task.gold_text) is not None
+
+
 def volatile(gold: str) -> bool:
     """Whether a gold's output or effect depends on when it runs (then it is cached briefly)."""
     return VOLATILE.search(gold) is not None
@@ -231,7 +244,8 @@ SHELL_TAGS = frozenset({"bash", "sh", "shell", "console"})
 SPEC = register(KindSpec(
     name="bash", environment=BashEnv, language="BASH", setting="Bourne Shell", fence="bash", fence_tags=SHELL_TAGS,
     export_name="ic_bash", datasets=("nl2bash-fs1", "nl2bash-fs2", "nl2bash-fs3", "nl2bash-fs4"),
-    starter="starter-bash", paper_parser="bash", harness_history=True, recorded_parts=recorded_split, tool="bash", tool_argument="command",
+    starter="starter-bash", paper_parser="bash", harness_history=True, recorded_parts=recorded_split,
+    reaches_network=reaches_network, tool="bash", tool_argument="command",
     tool_description="Run a command in the Bash shell and return what it printed.",
     task_file=TaskFile("dockerfile", required=True, purpose="the file system its tasks run on", commit_root=True)))
 

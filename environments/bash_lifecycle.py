@@ -30,11 +30,17 @@ from environments.bash import (
     split_action,
 )
 from environments.file_ages import age_repository
+from environments.runtime import default_pool_config
+from foundation.engine import engine_deadline
 from foundation.errors import SandboxError
-from foundation.pool import Sandbox
+from foundation.pool import Pool, Sandbox
 from tasks import Task
 
 LEAKY_RESET = "git reset --hard; git clean -fd;"
+AS_RECORDED = "-as-recorded"  # the image's second name, whose containers have hosts of their own
+# The original's two containers on Docker's default bridge, in the order its BashEnv made them
+# (the agent's, then the gold's): the addresses /etc/hosts gives their host names.
+ADDRESSES = ("172.17.0.2", "172.17.0.3")
 
 
 class OriginalLifecycleBashEnv(BashEnv):
@@ -47,9 +53,14 @@ class OriginalLifecycleBashEnv(BashEnv):
         image = task.image
         if image not in self._containers:
             pool = self.runtime.pool
-            agent = await self._held.enter_async_context(pool.lease(image))
-            gold = await self._held.enter_async_context(pool.lease(image))
-            for sandbox in (agent, gold):
+            twin = await self._as_recorded(image)
+            agent = await self._held.enter_async_context(pool.lease(twin))
+            gold = await self._held.enter_async_context(pool.lease(twin))
+            for sandbox, address in zip((agent, gold), ADDRESSES):
+                # Two hosts, as there: `hostname`, $HOSTNAME and /etc/hosts differ between the gold's
+                # output and the agent's (the recordings print `HOSTNAME=8191dc145a2a`, 172.17.0.2).
+                await sandbox.exec(["/bin/sh", "-c", f'echo "{address}\t$(hostname)" >> /etc/hosts'], cwd="/",
+                                   timeout=GOLD_TIMEOUT)
                 # A container's files have other inodes and ctimes than the build that indexed them,
                 # and git's first reset would rewrite them all (to 0644/0755, stamped now). The
                 # original's containers, made from the very layer that was committed, had a valid
@@ -58,6 +69,20 @@ class OriginalLifecycleBashEnv(BashEnv):
                 await age_repository(sandbox, task, await self.runtime.image_workdir(image))
             self._containers[image] = (agent, gold)
         return self._containers[image]
+
+    async def _as_recorded(self, image: str) -> str:
+        """`image` under a second name whose containers are named as the original's were: each its
+        own host, named by its container id (Docker's default), where ours share `intercode`."""
+        twin = f"{image}{AS_RECORDED}"
+        docker, pool = self.runtime.docker, self.runtime.pool
+        if docker is None or not isinstance(pool, Pool):
+            raise SandboxError("the original's container lifecycle needs Docker's pool", image=image)
+        async with engine_deadline(f"tag image {image}"):
+            await docker.images.tag(f"{image}:latest", twin, tag="latest")
+        config = default_pool_config(image)
+        pool.configure(twin, config.model_copy(update={
+            "hardening": config.hardening.model_copy(update={"hostname": ""})}))
+        return twin
 
     async def _leaky_reset(self, sandbox: Sandbox, task: Task, role: str) -> None:
         result = await sandbox.exec(split_action(self.shell(task), LEAKY_RESET), cwd=self.image_workdir,

@@ -106,6 +106,12 @@ class Pool:
                 pool.suspend(self._suspended)
         return pool
 
+    def configure(self, image: str, config: ImagePoolConfig) -> None:
+        """The containers of `image` made by `config` from now on, instead of the default's (before
+        its first lease: the pool of an image that served keeps its config)."""
+        if image not in self._pools:
+            self._configs[image] = config
+
     @asynccontextmanager
     async def lease(self, image: str) -> AsyncIterator[ContainerSandbox]:
         """Hold one container of `image` for the block. A SandboxError inside marks it broken."""
