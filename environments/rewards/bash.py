@@ -119,28 +119,32 @@ def bash_reward(agent_changes: list[tuple[str, str]], gold_changes: list[tuple[s
 
 PARTS = ("file_changes", "file_contents", "output_similarity")  # the terms, as breakdown() names them
 FILE_CHANGE_VALUES = tuple(sorted({round(0.33 * (1 - math.erf(n)), 2) for n in range(4)}))  # 0.0, 0.05, 0.33
+# Contents: 0.33 × the share of common changes whose hashes match, for up to a dozen common changes
+# (more are rare: a split needing them is taken for an output that differs instead).
+CONTENT_VALUES = tuple(sorted({round(0.33 * matched / compared, 2) for compared in range(1, 13)
+                               for matched in range(compared + 1)}))
 
 
 def recorded_split(reward: float, ours: Mapping[str, object]) -> dict[str, float] | None:
     """The split of a recorded reward into the three terms that is nearest ours (`ours`: the
     breakdown of our reward for the same turn): the recording keeps only the sum, and a term takes
-    few values (file changes 0.33, 0.05 or 0; contents and output 0 to 0.33 by hundredths). Nearest:
-    the fewest terms that differ from ours, then the smallest difference. None when no split of
-    the three sums to it (a reward from another rule), or when ours has no terms."""
+    few values (file changes 0.33, 0.05 or 0; contents a share of up to a dozen changes; output 0 to
+    0.33 by hundredths). Nearest: the fewest terms that differ from ours; then the output's before
+    the others' (the term that varies most between two runs); then the smallest difference. None
+    when no split of the three sums to it (a reward from another rule), or when ours has no terms."""
     if not all(isinstance(ours.get(name), int | float) for name in PARTS):
         return None
     mine = [float(ours[name]) for name in PARTS]  # type: ignore[arg-type]
     rest = round(reward - 0.01, 2)
-    best: tuple[tuple[int, float], dict[str, float]] | None = None
+    best: tuple[tuple[int, int, float], dict[str, float]] | None = None
     for changes in FILE_CHANGE_VALUES:
-        for hundredths in range(34):
-            contents = hundredths / 100
+        for contents in CONTENT_VALUES:
             output = round(rest - changes - contents, 2)
             if not 0 <= output <= 0.33:
                 continue
             split = (changes, contents, output)
-            differing = sum(abs(a - b) > 0.005 for a, b in zip(split, mine))
-            key = (differing, sum(abs(a - b) for a, b in zip(split, mine)))
+            differ = [abs(a - b) > 0.005 for a, b in zip(split, mine)]
+            key = (sum(differ), sum(differ[:2]), sum(abs(a - b) for a, b in zip(split, mine)))
             if best is None or key < best[0]:
                 best = (key, dict(zip(PARTS, split)))
     return None if best is None else best[1]

@@ -95,14 +95,14 @@ async def run(args: argparse.Namespace) -> int:
     progress = Progress(files)
     progress.step(f"reading {_count(len(files), 'file')} ({progress.megabytes:.0f} MB)")
     episodes = read_all(files, args.limit)  # every file is checked before a container starts
-    if args.explain:
-        episodes = pick(episodes, args.explain[1])
     progress.step(f"read {_count(len(episodes), 'episode')}: finding their tasks and images")
     finder = TaskFinder(data_dir)
     contexts: dict[str, ReplayContext] = {}
-    if args.context == INFERRED:
+    if args.context == INFERRED:  # from every episode of a file, also those --explain does not replay
         contexts = await asyncio.to_thread(infer_contexts, episodes, finder, data_dir)
         print_contexts(contexts, to_stdout=args.json is not None and str(args.json) == "-")
+    if args.explain:
+        episodes = pick(episodes, args.explain[1])
     runs = []
     for _ in range(args.runs if any(e.turns for e in episodes) else 0):
         # Each run ages the files from its own start: ages are the recording's, whenever it runs.

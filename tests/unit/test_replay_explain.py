@@ -22,6 +22,7 @@ OURS = {"file_changes": 0.33, "file_contents": 0.33, "output_similarity": 0.05, 
     (1.0, {**OURS, "file_changes": 0.05}, (0.33, 0.33, 0.33)),  # file changes 0.33 and output 0.33: two differ
     (0.44, OURS, (0.05, 0.33, 0.05)),  # file changes take 0.33, 0.05 or 0: one missing or extra change
     (0.01, OURS, (0.0, 0.0, 0.0)),
+    (0.67, {**OURS, "output_similarity": 0.31}, (0.33, 0.33, 0.0)),  # contents 0.02 would sum too: the output differs
 ])
 def test_a_recorded_reward_is_split_nearest_ours(recorded, ours, split):
     assert tuple(recorded_split(recorded, ours).values()) == split
