@@ -6,12 +6,15 @@ figures, so that a change that breaks fidelity fails here.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from environments.runtime import Runtime
-from orchestrator.fidelity.replay import TurnResult, replay_all
+from orchestrator.cli import main
+from orchestrator.fidelity.replay import NETWORK, TurnResult, replay_all
+from orchestrator.fidelity.replay_cli import LEFT_OUT
 from orchestrator.fidelity.trajectories import TaskFinder, read_episodes
 from orchestrator.fidelity.validate import validate_all
 from tasks import load_tasks
@@ -78,3 +81,26 @@ async def test_replay_agrees_with_the_recording(data_dir, file, limit, container
         results = [r for r in results if r.episode not in CLOCK_EPISODES]
     share = sum(r.agree for r in results) / len(results)
     assert share >= at_least, f"{file}: {share:.3f} of {len(results)} turns"
+
+
+# The paper's other models (docs/fidelity.md, "The paper's other models"): two of the twelve Try Again
+# files, those whose episodes show that the original's gold and agent ran on two hosts (#52 greps
+# /etc/hosts for the host name, #4 prints `env`), and those of the golds that reach the network.
+MORE = "more/bash/ic_bash_multiturn_text-bison-001_10_turns_fs_{}.json"
+
+
+@pytest.mark.parametrize(("fs", "at_least", "hosts", "network"), [
+    (2, 0.99, "52", {"49"}),  # measured 0.997 of 382 turns
+    (4, 0.99, "4", {"1", "12", "19"}),  # 0.995 of 186
+])
+def test_the_paper_s_other_models_replay_as_recorded(tmp_path, data_dir, capsys, fs, at_least, hosts, network):
+    out = tmp_path / "turns.json"
+    path = data_dir / "trajectories" / MORE.format(fs)
+    assert main(["replay", str(path), "--data-dir", str(data_dir), "--json", str(out)]) == LEFT_OUT
+    turns = json.loads(out.read_text())
+    scored = [t for episode in turns.values() for t in episode
+              if t["ours"] is not None and not t["flag"] and t["recorded"] is not None]
+    share = sum(t["agree"] for t in scored) / len(scored)
+    assert share >= at_least, f"{path.name}: {share:.3f} of {len(scored)} turns"
+    assert turns[hosts] and all(t["agree"] for t in turns[hosts]), turns[hosts]
+    assert {key for key, episode in turns.items() if any(t["reason"] == NETWORK for t in episode)} == network
