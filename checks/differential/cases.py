@@ -70,7 +70,8 @@ def gold_suites(kind: str, data_dir: Path, limit: int | None) -> list[Suite]:
 def recording_suites(kind: str, data_dir: Path, limit: int | None) -> list[Suite]:
     finder = TaskFinder(data_dir)
     suites = []
-    for path in sorted((data_dir / "trajectories" / kind).glob("*.json")):
+    paths = [*(data_dir / "trajectories" / kind).glob("*.json"), *(data_dir / "trajectories" / "more" / kind).glob("*.json")]
+    for path in sorted(paths):  # the GPT-4 recordings, then the paper's other models' (more/)
         cases = [case for episode in read_episodes(path)[:limit] if (case := _recorded(finder, episode))]
         if cases:
             suites.append(Suite(f"rec-{path.stem}", kind, "recording", cases[0].task.dataset, tuple(cases)))

@@ -1,7 +1,7 @@
 """The original side, from the project's end: the original's venv and one driver process per suite.
 
 The original's Python dependencies live in their own venv (`.venv-original`, made here on first
-use from `original-requirements.txt`), never in the project's. `driver.py` runs there and speaks
+use from `original-requirements.txt`), never in the project's. `original_side.py` runs there and speaks
 JSON lines; this module only starts it, asks and reads. Containers and image aliases the driver
 makes carry the run's label or name prefix, and `remove_leftovers` removes them whatever happened.
 """
@@ -21,7 +21,7 @@ from foundation.settings import PROJECT_ROOT
 
 VENV = PROJECT_ROOT / ".venv-original"
 REQUIREMENTS = Path(__file__).with_name("original-requirements.txt")
-DRIVER = Path(__file__).with_name("driver.py")
+DRIVER = Path(__file__).with_name("original_side.py")
 REQUEST_TIMEOUT = 600.0  # one request: opening an environment sleeps, a turn runs a command and the gold
 
 

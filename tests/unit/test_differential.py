@@ -119,3 +119,11 @@ def test_a_suite_is_cut_into_consecutive_shards_in_order():
     assert [p.name for p in parts] == ["gold-x.0", "gold-x.1", "gold-x.2"]
     assert [c.key for p in parts for c in p.cases] == [f"c{i}" for i in range(10)]
     assert shards(suite, 8) == [suite]  # too small to cut
+
+
+def test_the_script_the_original_side_runs_is_there():
+    """`./dev differential` runs this file in the original's virtualenv by its path: a rename that
+    forgets it breaks the harness, which `./dev test` does not run (issue 28's renamed it once)."""
+    from checks.differential.original import DRIVER
+
+    assert DRIVER.is_file() and DRIVER.read_text().startswith('"""'), DRIVER
