@@ -153,7 +153,7 @@ async def extract(docker: aiodocker.Docker, image: str, path: str, into: Path) -
     target = into / str(inspected["Id"]).removeprefix("sha256:")[:16]
     if _complete(target):
         return target / Path(path).name
-    folder = _staging(target)
+    folder = await asyncio.to_thread(_staging, target)  # may remove a half-copied gigabyte: off the loop
     try:
         async with engine_deadline(f"create a container of {image}"):
             container = await docker.containers.create({"Image": image, "Cmd": ["none"]})
@@ -164,7 +164,7 @@ async def extract(docker: aiodocker.Docker, image: str, path: str, into: Path) -
         finally:
             async with engine_deadline(f"remove the container of {image}"):
                 await container.delete(force=True)
-        _publish(folder, target)
+        await asyncio.to_thread(_publish, folder, target)
     finally:
         await asyncio.to_thread(shutil.rmtree, folder, ignore_errors=True)
     return target / Path(path).name
