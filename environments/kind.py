@@ -91,7 +91,7 @@ class KindSpec:
     # turn (`replay --explain`); None: the kind's recordings keep no parts to infer.
     recorded_parts: Callable[[float, Mapping[str, object]], dict[str, float] | None] = _no_split
     # Whether a task's gold reaches the network, which replays here lack and the recordings had:
-    # `replay` scores such an episode but leaves it out of the comparison.
+    # `replay` replays such an episode but does not score it (left out of both rates).
     reaches_network: Callable[[Task], bool] = _offers_nothing
     # Native function calling (the `tools` strategy): the one tool an agent acts through, its one
     # string argument, and what the model is told it does ("": run the kind's code, get its output).
