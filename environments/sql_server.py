@@ -281,6 +281,7 @@ async def start_server(runtime: Runtime, image: str, stack: AsyncExitStack, sett
     await _wait_ready(sandbox, settings.ready_timeout)
     password = secrets.token_hex(16)
     await _create_reader(sandbox, password)
+    await _wait_reachable(sandbox, host, password, settings.ready_timeout)
     server = SqlServer(sandbox, host, password, settings)
     await stack.enter_async_context(server._gold_pool())  # noqa: SLF001 — the server's own lifecycle
     return server
@@ -310,6 +311,30 @@ async def _wait_ready(sandbox: Sandbox, timeout: float) -> None:
             raise SqlServerError(f"MariaDB did not answer within {timeout:.0f} s: {result.output.strip()}",
                                  container_id=sandbox.container_id, image=sandbox.image)
         await asyncio.sleep(0.2)  # between two readiness checks, not instead of one
+
+
+async def _wait_reachable(sandbox: Sandbox, host: str, password: str, timeout: float, port: int = PORT) -> None:
+    """Connect from here over the bridge until the server answers: MariaDB answering inside its
+    container is not yet the host reaching it (a fresh container's address may not resolve at once
+    while the engine is busy making others), and the first episode must not pay for that."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        try:
+            connection = await aiomysql.connect(host=host, port=port, user=READER, password=password,
+                                                connect_timeout=10)
+        except (pymysql.err.MySQLError, OSError) as exc:
+            if isinstance(exc, pymysql.err.MySQLError) and not _lost(exc):
+                raise SqlServerError(f"the SQL server at {host} refused the reader: {_message(exc)}",
+                                     container_id=sandbox.container_id, image=sandbox.image) from exc
+            if loop.time() > deadline:
+                raise SqlServerError(f"the SQL server at {host} could not be reached from here within "
+                                     f"{timeout:.0f} s: {exc}",
+                                     container_id=sandbox.container_id, image=sandbox.image) from exc
+            await asyncio.sleep(0.2)  # between two attempts, not instead of one
+            continue
+        connection.close()
+        return
 
 
 async def _create_reader(sandbox: Sandbox, password: str) -> None:
