@@ -44,10 +44,23 @@ def answer_as(task: Task, action: str, style: AnswerStyle = "fenced", turn: int 
         return json.dumps({"analysis": "I know what to do.", "plan": "Done." if done else "Type the command.",
                            "commands": commands, "task_complete": done})
     if style == "plan":
-        return f"1. Run {' '.join(action.split())}"
+        return plan_as([action])
     if style == "paper" and not kind_spec(task.env).paper_fenced:
         return action
     return fenced(task, action)
+
+
+def plan_as(actions: Sequence[str]) -> str:
+    """`actions` as the numbered plan a model would write for Plan & Solve: one step each, on a line."""
+    return "\n".join(f"{n}. Run {' '.join(action.split())}" for n, action in enumerate(actions, 1))
+
+
+def planned(actions: Sequence[str]) -> list[str]:
+    """The gold's actions a plan holds: every one up to the last that is not a `submit` (the
+    submits between them end a multi-step task's steps); the closing submit is the episode's own
+    end. At least the first: a gold that is only a submit (CTF's flag) plans that."""
+    last = max((i for i, action in enumerate(actions) if action.split()[:1] != ["submit"]), default=0)
+    return list(actions[:last + 1])
 
 
 def tool_call_as(task: Task, action: str, call_id: str) -> ToolCall:
@@ -94,13 +107,16 @@ class LLMModel:
 
 class OracleModel:
     """Answers the gold solution: the actions `validate` runs, one per turn (then `submit` again);
-    asked with tools, all of them as calls of the first answer (then `submit` again)."""
+    asked for a plan, a step for each of them; asked with tools, all of them as calls of the first
+    answer (then `submit` again)."""
 
     name = "oracle"
 
     async def complete(self, messages: Sequence[Message], *, task: Task, turn: int,
                        style: AnswerStyle = "fenced") -> str:
         actions = gold_actions(task)
+        if style == "plan":  # every step of the gold: the turns that follow answer them in order
+            return plan_as(planned(actions))
         return answer_as(task, actions[min(turn, len(actions) - 1)], style, turn)
 
     async def complete_tools(self, messages: Sequence[ToolMessage], tools: Sequence[dict[str, Any]], *,

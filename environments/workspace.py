@@ -10,6 +10,7 @@ process group; the shell is then started afresh where the last one was.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
@@ -94,6 +95,17 @@ def describe(result: ExecResult, timeout: float) -> str:
     return "\n".join([result.output.rstrip("\n"), *notes]) if notes else result.output
 
 
-def json_safe(value: Any) -> Any:
-    """`value` if it is a JSON scalar, else its text (for breakdowns that go to the store)."""
-    return value if value is None or isinstance(value, bool | int | float | str) else str(value)
+JSON_DEPTH = 20  # levels of lists and objects a breakdown's value keeps; a deeper one (or a cycle) is text
+
+
+def json_safe(value: Any, depth: int = 0) -> Any:
+    """`value` as JSON keeps it, for breakdowns that go to the store (a JSON column): a scalar as
+    it is, a list or tuple as a list and a mapping as an object, each item made safe in turn;
+    anything else (or nested deeper than JSON_DEPTH) as its text."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if depth < JSON_DEPTH and isinstance(value, list | tuple):
+        return [json_safe(item, depth + 1) for item in value]
+    if depth < JSON_DEPTH and isinstance(value, Mapping):
+        return {str(key): json_safe(item, depth + 1) for key, item in value.items()}
+    return str(value)

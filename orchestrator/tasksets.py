@@ -20,6 +20,7 @@ import asyncio
 import hashlib
 import random
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,8 @@ class TaskSet:
     tasks: list[Task]
     hardening: dict[str, dict[str, Any]] = field(default_factory=dict)  # image -> Hardening fields its tasks need
     digest: str | None = None  # of your files that define the tasks (None: one of the project's datasets)
+    # Each of those files (a Harbor task's folder) -> its digest: a refused resume names the one that changed.
+    sources: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # warnings to show once before its tasks run
 
     @property
@@ -80,7 +83,7 @@ def resolve(spec: TaskSetConfig, *, base_dir: Path, data_dir: Path | None) -> Ta
         found = _our_kind(spec, base_dir)
     else:
         found = _own(spec, _place(base_dir, spec.path or "", "path"))
-    return TaskSet(found.label, _select(spec, found.tasks), found.hardening, found.digest, found.notes)
+    return replace(found, tasks=_select(spec, found.tasks))
 
 
 def of_directory(directory: str | Path, *, allow_internet: bool = False) -> TaskSet:
@@ -122,7 +125,7 @@ def _own(spec: TaskSetConfig, root: Path) -> TaskSet:
         source = register(ImageSpec(f"{_short(own.image)}-src", own.manifest.dockerfile, context_dir=own.root,
                                     timeout=OWN_BUILD_TIMEOUT))
         register(own_layer(_short(own.image), source, image_python=own.manifest.language == "python"))
-    return TaskSet(spec.name or own.name, own.tasks(), digest=own.digest())
+    return TaskSet(spec.name or own.name, own.tasks(), digest=own.digest(), sources=_digests(own.files))
 
 
 def _our_kind(spec: TaskSetConfig, base_dir: Path) -> TaskSet:
@@ -155,7 +158,7 @@ def _our_kind(spec: TaskSetConfig, base_dir: Path) -> TaskSet:
     if name in DATASETS and DATASETS[name].path != str(path):
         raise ConfigError(f"task set name {name!r} is taken by another dataset: give this [[tasks]] a `name`")
     register_dataset(DatasetInfo(name, spec.kind or "", image, str(path)))
-    return TaskSet(name, load_tasks(name), digest=_digest_files(inputs))
+    return TaskSet(name, load_tasks(name), digest=_digest_files(inputs), sources=_digests(inputs))
 
 
 def _harbor(spec: TaskSetConfig, root: Path) -> TaskSet:
@@ -180,7 +183,8 @@ def _harbor(spec: TaskSetConfig, root: Path) -> TaskSet:
                                  "disk_mb": max(meta["storage_mb"], 64), "network": network,
                                  "cap_drop": HARBOR_CAP_DROP, "entrypoint": True, "services": services}
     digest = hashlib.sha256("".join(t.meta["digest"] for t in tasks).encode()).hexdigest()[:16]
-    return TaskSet(label, tasks, hardening, digest, notes=_harbor_notes(spec, tasks))
+    folders = {t.meta["dir"]: t.meta["digest"] for t in tasks}
+    return TaskSet(label, tasks, hardening, digest, notes=_harbor_notes(spec, tasks), sources=folders)
 
 
 def _service(task: Task, service: dict[str, Any]) -> dict[str, Any]:
@@ -259,6 +263,10 @@ def _place(base_dir: Path, value: str, key: str) -> Path:
 
 def _short(image: str) -> str:
     return image.removeprefix("intercode/")
+
+
+def _digests(paths: Iterable[Path]) -> dict[str, str]:
+    return {str(path): _digest_files([path]) for path in paths}
 
 
 def _digest_files(paths: list[Path]) -> str:

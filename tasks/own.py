@@ -102,11 +102,16 @@ class OwnEnvironment:
                               gold=_gold(self.dataset, index, record.get("gold", "")), image=self.image, meta=meta))
         return tasks
 
+    @property
+    def files(self) -> tuple[Path, ...]:
+        """The files that define its tasks and their scoring: manifest, dataset, reward."""
+        return (self.root / MANIFEST, self.dataset, self.reward_file)
+
     def digest(self) -> str:
-        """A hash of what defines its tasks and their scoring (manifest, dataset, reward): a
-        directory of results is refused to a changed environment."""
+        """A hash of what defines its tasks and their scoring (its `files`): a directory of results
+        is refused to a changed environment."""
         digest = hashlib.sha256()
-        for path in (self.root / MANIFEST, self.dataset, self.reward_file):
+        for path in self.files:
             digest.update(path.read_bytes())
         return digest.hexdigest()[:16]
 

@@ -46,9 +46,11 @@ TRANSITIONS: dict[ContainerState, frozenset[ContainerState]] = {
 }
 
 
-# Reasons a container is taken out of service that are no one's fault: logged at debug only.
+# Reasons a container is taken out of service that are no one's fault (the pool's own cleanup, a
+# shutdown among them): no `pool.container_broken`, only its removal, at debug.
 REMOVED_BY_POOL, SERVED_ONCE = "removed by pool", "served its one lease"
-ROUTINE_ENDS = frozenset({REMOVED_BY_POOL, SERVED_ONCE})
+POOL_CLOSED, MAX_USES = "pool closed", "reached max_uses"
+ROUTINE_ENDS = frozenset({REMOVED_BY_POOL, SERVED_ONCE, POOL_CLOSED, MAX_USES})
 
 
 class IllegalTransition(RuntimeError):
@@ -80,9 +82,10 @@ class PooledContainer:
             raise IllegalTransition(f"container {self.id[:12]}: {self.state.value} -> {new.value}")
         if new is ContainerState.BROKEN:
             self.broken_reason = reason
-            routine = reason in ROUTINE_ENDS  # the pool's own doing, not a container gone bad
-            (log.debug if routine else log.info)("pool.container_broken", image=self.image, container=self.id[:12],
-                                                 reason=reason)
+            if reason not in ROUTINE_ENDS:  # a container gone bad, not the pool's own doing
+                log.info("pool.container_broken", image=self.image, container=self.id[:12], reason=reason)
+        if new is ContainerState.REMOVED:
+            log.debug("pool.container_removed", image=self.image, container=self.id[:12], reason=self.broken_reason)
         if new is ContainerState.LEASED:
             self.uses += 1
         self.state = new

@@ -19,7 +19,8 @@ import structlog
 from foundation.concurrency import TaskOwner
 from foundation.errors import EngineLost, OrchestratorError, SandboxError
 from foundation.pool.config import ImagePoolConfig
-from foundation.pool.container import SERVED_ONCE, ContainerState, PooledContainer, create_container
+from foundation.pool.container import (MAX_USES, POOL_CLOSED, SERVED_ONCE, ContainerState, PooledContainer,
+                                      create_container)
 from foundation.pool.cpu import CpuGauge
 from foundation.pool.disk import DiskCaps
 
@@ -138,7 +139,7 @@ class ImagePool:
         self.members[member.id] = member
         log.debug("pool.created", image=self.image, container=member.id[:12], seconds=round(time.monotonic() - started, 3))
         if self.closed or epoch != self.epoch or self.suspended is not None:
-            await self._retire(member, "pool closed" if self.closed else "made before the engine came back")
+            await self._retire(member, POOL_CLOSED if self.closed else "made before the engine came back")
             return
         self._offer(member)
 
@@ -204,9 +205,9 @@ class ImagePool:
         if member.state is not ContainerState.RESETTING:  # forgotten meanwhile (the engine went away)
             return
         if member.uses >= self.config.max_uses:
-            await self._retire(member, "reached max_uses")
+            await self._retire(member, MAX_USES)
         elif self.closed:
-            await self._retire(member, "pool closed")
+            await self._retire(member, POOL_CLOSED)
         else:
             self._offer(member)
 

@@ -8,6 +8,6 @@ Every read is this package's too (an import-linter contract keeps sqlite3 out of
 """
 
 from orchestrator.store.records import EpisodeKey, EpisodeRecord, LLMCall, TurnRecord
-from orchestrator.store.store import DB_NAME, Store, StoreFull
+from orchestrator.store.store import DB_NAME, Store, Stored, StoreFull
 
-__all__ = ["DB_NAME", "EpisodeKey", "EpisodeRecord", "LLMCall", "Store", "StoreFull", "TurnRecord"]
+__all__ = ["DB_NAME", "EpisodeKey", "EpisodeRecord", "LLMCall", "Store", "Stored", "StoreFull", "TurnRecord"]

@@ -15,13 +15,15 @@ import os
 import socket
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from foundation.errors import ConfigError, UserError
+from orchestrator.store.identity import PARTS, encode_parts, refusal
 from orchestrator.store.records import EpisodeKey, EpisodeRecord
 from orchestrator.store.transcript import FORMAT as TRANSCRIPT_FORMAT
 
@@ -33,6 +35,14 @@ SCHEMA_VERSION = "1"
 NEW_COLUMNS = {"episodes": [("host", "TEXT")], "turns": [("breakdown", "TEXT")],
                "runs": [("spent_usd", "REAL NOT NULL DEFAULT 0"), ("spent_tokens", "INTEGER NOT NULL DEFAULT 0")]}
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Stored:
+    """How a stored episode ended, as a resume counts it: solved, or failed (it has a failure class)."""
+
+    success: bool
+    failed: bool
 
 
 class StoreFull(UserError):
@@ -48,13 +58,15 @@ class Store:
 
     @classmethod
     @asynccontextmanager
-    async def open(cls, outdir: Path, *, sweep: str, identity: str) -> AsyncIterator[Store]:
-        """Open (or create) the store of `outdir` for the sweep `sweep` with `identity`; ConfigError
-        if another sweep wrote it, or another process is writing it now."""
+    async def open(cls, outdir: Path, *, sweep: str, identity: str,
+                   parts: Mapping[str, str] | None = None) -> AsyncIterator[Store]:
+        """Open (or create) the store of `outdir` for the sweep `sweep` with `identity` (made of
+        `parts`, by name: a refusal names the one that changed); ConfigError if another sweep wrote
+        it, or another process is writing it now."""
         with _directory_lock(outdir), ThreadPoolExecutor(1, thread_name_prefix="store") as executor:
             store = cls(outdir, executor)
             try:
-                await store._call(store._connect, sweep, identity)
+                await store._call(store._connect, sweep, identity, parts)
                 yield store
             finally:
                 await asyncio.shield(store._call(store._close))
@@ -78,8 +90,8 @@ class Store:
     async def finish_run(self, run_id: int, status: str) -> None:
         await self._call(self._finish_run, run_id, status)
 
-    async def finished_keys(self) -> dict[EpisodeKey, bool]:
-        """Stored episodes a resume must not run again, with whether each succeeded. Infra failures
+    async def finished_keys(self) -> dict[EpisodeKey, Stored]:
+        """Stored episodes a resume must not run again, with how each ended. Infra failures
         and episodes cut short by the budget are left out: a resume runs them again, and each stays
         stored until its new record replaces it (`add_episode`), so a resume whose budget runs out
         first loses nothing."""
@@ -97,7 +109,7 @@ class Store:
 
     # ------------------------------------------------------------------ on the store's thread
 
-    def _connect(self, sweep: str, identity: str) -> None:
+    def _connect(self, sweep: str, identity: str, parts: Mapping[str, str] | None) -> None:
         try:
             db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         except sqlite3.OperationalError as exc:
@@ -112,21 +124,21 @@ class Store:
             db.executescript(SCHEMA.read_text())
             _add_new_columns(db)
             db.execute("PRAGMA foreign_keys=ON")
-            self._check_identity(sweep, identity)
+            self._check_identity(sweep, identity, parts)
         except sqlite3.DatabaseError as exc:
             raise ConfigError(f"{self.path} is not a results database ({exc}): choose another output directory") from None
 
-    def _check_identity(self, sweep: str, identity: str) -> None:
+    def _check_identity(self, sweep: str, identity: str, parts: Mapping[str, str] | None) -> None:
         assert self._db is not None
         meta = dict(self._db.execute("SELECT key, value FROM meta"))
-        if not meta:
+        if meta and meta.get("identity") != identity:
+            raise ConfigError(refusal(self.outdir, meta, identity, parts))
+        new = [] if meta else [("schema_version", SCHEMA_VERSION), ("sweep", sweep), ("identity", identity)]
+        if parts and PARTS not in meta:  # a store from before the parts were kept gets them now
+            new.append((PARTS, encode_parts(parts)))
+        if new:
             with self._transaction():
-                self._db.executemany("INSERT INTO meta VALUES (?, ?)", [
-                    ("schema_version", SCHEMA_VERSION), ("sweep", sweep), ("identity", identity)])
-        elif meta.get("identity") != identity:
-            raise ConfigError(
-                f"{self.outdir} holds results of a different sweep ({meta.get('sweep')!r}, identity "
-                f"{meta.get('identity')}; this file's is {identity}): set another `output`, or restore the sweep file")
+                self._db.executemany("INSERT INTO meta VALUES (?, ?)", new)
         # Runs left 'running' by a killed process are over.
         with self._transaction():
             self._db.execute("UPDATE runs SET status='killed' WHERE status='running'")
@@ -154,11 +166,11 @@ class Store:
         with self._transaction():
             self._db.execute("UPDATE runs SET status=?, finished_at=? WHERE id=?", (status, time.time(), run_id))
 
-    def _finished_keys(self) -> dict[EpisodeKey, bool]:
+    def _finished_keys(self) -> dict[EpisodeKey, Stored]:
         assert self._db is not None
-        rows = self._db.execute("SELECT model, strategy, task_set, task_id, epoch, success FROM episodes "
-                                "WHERE status NOT IN ('infra_error', 'budget_exhausted')")
-        return {EpisodeKey(*row[:5]): bool(row[5]) for row in rows}
+        rows = self._db.execute("SELECT model, strategy, task_set, task_id, epoch, success, failure_class IS NOT NULL "
+                                "FROM episodes WHERE status NOT IN ('infra_error', 'budget_exhausted')")
+        return {EpisodeKey(*row[:5]): Stored(bool(row[5]), bool(row[6])) for row in rows}
 
     def _spent_before(self, run_id: int) -> tuple[float, int]:
         assert self._db is not None

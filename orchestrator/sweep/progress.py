@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import collections
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from orchestrator.store import EpisodeKey, EpisodeRecord
+from orchestrator.store import EpisodeKey, EpisodeRecord, Stored
 
 if TYPE_CHECKING:
     from agents.llm import LLMClient
@@ -34,7 +34,7 @@ class Row:
     success: int = 0
     in_flight: int = 0
     reruns: int = 0
-    failed: int = 0
+    failed: int = 0  # of `done`: stored with a failure class (a task error, a timeout, ...)
     cost: float = 0.0
     calls: int = 0
     unpriced: int = 0
@@ -49,16 +49,19 @@ class SweepProgress:
         self._client: LLMClient | None = None
         self._runtime: Runtime | None = None
 
-    def plan(self, episodes: Iterable[PlannedEpisode], done: dict[EpisodeKey, bool]) -> None:
-        """Count the planned episodes, and those an earlier run stored (`done`: key -> success).
-        Stored infra failures and episodes cut by the budget are not in `done`: they count as to
-        do, since this run runs them again."""
+    def plan(self, episodes: Iterable[PlannedEpisode], done: Mapping[EpisodeKey, Stored]) -> None:
+        """Count the planned episodes, and those an earlier run stored (`done`: how each ended), so
+        that done, solved and failed count the whole store, every run. Stored infra failures and
+        episodes cut by the budget are not in `done`: they count as to do, since this run runs them
+        again."""
         for episode in episodes:
             row = self.rows[(episode.key.model, episode.key.task_set)]
             row.total += 1
-            if episode.key in done:
+            stored = done.get(episode.key)
+            if stored is not None:
                 row.done += 1
-                row.success += done[episode.key]
+                row.success += stored.success
+                row.failed += stored.failed
         self.started_at = time.monotonic()
 
     def warmed(self) -> None:
@@ -130,7 +133,7 @@ class SweepProgress:
         away = (f"; the Docker engine went away {_times(watch.outages)}, episodes re-run"
                 if watch and watch.outages else "")
         return (f"{done}/{total} episodes stored ({now} this run in {elapsed:.1f} s, "
-                f"{now / max(elapsed, 1e-9):.1f}/s), {success} solved, {failed} failed{away}")
+                f"{now / max(elapsed, 1e-9):.1f}/s); of the {done} stored, {success} solved, {failed} failed{away}")
 
 
 def _times(n: int) -> str:

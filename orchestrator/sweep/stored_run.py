@@ -38,7 +38,7 @@ class StoredRun:
 @asynccontextmanager
 async def stored_run(config: SweepConfig, inputs: SweepInputs, sweep_hash: str,
                      progress: SweepProgress) -> AsyncIterator[StoredRun]:
-    async with Store.open(config.output, sweep=config.name, identity=inputs.identity) as store:
+    async with Store.open(config.output, sweep=config.name, identity=inputs.identity, parts=inputs.parts) as store:
         done = await store.finished_keys()
         todo = [e for e in inputs.episodes if e.key not in done]
         progress.plan(inputs.episodes, done)

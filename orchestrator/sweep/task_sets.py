@@ -33,6 +33,7 @@ class SweepInputs:
     brought: Brought  # the agents of yours, their layers and digests
     episodes: list[PlannedEpisode]  # every episode of the sweep, stored or not
     identity: str  # what makes two runs the same sweep (the store refuses another's directory)
+    parts: dict[str, str]  # what the identity is made of, by name -> digest: a refusal names what changed
 
     def tasks(self) -> list[Task]:
         return [task for task_set in self.task_sets.values() for task in task_set.tasks]
@@ -46,7 +47,20 @@ async def prepare(config: SweepConfig, data_dir: Path | None) -> SweepInputs:
     brought = await asyncio.to_thread(bring, config)
     episodes = await _planned(config, {label: found.tasks for label, found in resolved.items()})
     identity = config.identity([*(found.digest for found in resolved.values()), *brought.digests])
-    return SweepInputs(resolved, brought, episodes, identity)
+    return SweepInputs(resolved, brought, episodes, identity, identity_parts(config, resolved, brought))
+
+
+def identity_parts(config: SweepConfig, task_sets: dict[str, TaskSet], brought: Brought) -> dict[str, str]:
+    """The parts of the sweep's identity, each named as a refused resume names it: the sweep file
+    (what of it defines the episodes), then each file of yours a task set or an agent is read from."""
+    parts = {"the sweep file": config.identity()}
+    for label, task_set in task_sets.items():
+        for path, digest in task_set.sources.items():
+            what = "folder" if Path(path).is_dir() else "file"
+            parts[f"the {what} {path} of task set {label!r}"] = digest
+    for agent in brought.files:
+        parts[f"the file {agent.path} of agent {agent.name!r}"] = agent.digest
+    return parts
 
 
 def load_task_sets(config: SweepConfig, data_dir: Path | None) -> dict[str, TaskSet]:

@@ -19,6 +19,9 @@ from pathlib import Path
 import aiodocker
 import pytest
 
+from agents.base import get_strategy
+from agents.episode import play
+from agents.models import OracleModel
 from environments import make_environment
 from environments.base import VerifierOffline
 from environments.kind import gold_actions
@@ -100,6 +103,19 @@ async def test_a_multi_step_task_runs_each_step_and_scores_their_mean():
     (half,) = await run_oracle(HARBOR / "multi-step", actions=[gold_actions(read_harbor(HARBOR / "multi-step", "h")[0])[0],
                                                                "submit", "submit"])
     assert half["reward"] == 0.5 and half["done"]  # the second step's 0 counts in the mean
+
+
+@pytest.mark.docker
+async def test_the_oracle_solves_a_multi_step_task_under_plan_and_solve_too():
+    """The oracle's plan holds every step of the gold (issue 37: it planned the first action only,
+    and the task scored 0.5 under plan_solve while `tasks check` said ok)."""
+    task_set = await prepare(HARBOR / "multi-step")
+    task = task_set.tasks[0]
+    async with Runtime.open(images=task_set.pools()) as runtime:
+        for strategy in ("plan_solve", "plan_solve_refine", "try_again"):
+            async with make_environment("harbor", runtime) as env:
+                outcome = await play(get_strategy(strategy), env, task, OracleModel(), max_turns=10)
+            assert (outcome.reward, outcome.status) == (1.0, "solved"), (strategy, outcome)
 
 
 @pytest.mark.docker

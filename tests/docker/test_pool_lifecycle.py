@@ -8,7 +8,9 @@ import signal
 import sys
 
 import pytest
+import structlog
 
+from foundation.logs import configured
 from foundation.pool import ImagePoolConfig, Pool
 from foundation.pool.container import ContainerState
 from foundation.pool.ownership import MANAGED, OWNER, Owner
@@ -117,3 +119,27 @@ async def test_a_lease_that_ends_while_the_pool_forgets_its_container_retires_it
             assert (await sandbox.run("echo hi")).output == "hi\n"
         run_id = pool.run_id
     assert await containers_of_run(docker, run_id) == []
+
+
+async def test_a_normal_shutdown_logs_removals_and_only_a_broken_container_as_broken(make_pool, fs1_image):
+    """Closing the pool removes its containers as ordinary cleanup: each removal a debug event
+    (`pool.container_removed`), none a `pool.container_broken`, which stays for a container that
+    went bad (here a lease that marked its container broken). Issue 37: a shutdown logged
+    `pool.container_broken reason='removed by pool'` for every container."""
+    with configured(2), structlog.testing.capture_logs() as events:  # debug events too
+        async with make_pool({fs1_image: ImagePoolConfig(min_idle=2, max_size=2)}) as pool:
+            await pool.wait_idle(fs1_image, 2)
+            async with pool.lease(fs1_image) as sandbox:  # an ordinary lease: reset after, then closed
+                assert (await sandbox.run("touch /testbed/x")).ok
+            async with pool.lease(fs1_image) as sandbox:
+                sandbox.mark_broken("the test's service died")
+                broken = sandbox.container_id[:12]
+    found = [(e["event"], e["log_level"], e.get("container"), e.get("reason")) for e in events
+             if e["event"] in ("pool.container_broken", "pool.container_removed")]
+    assert [f for f in found if f[0] == "pool.container_broken"] == [
+        ("pool.container_broken", "info", broken, "the test's service died")]
+    removed = {container: (level, reason) for event, level, container, reason in found
+               if event == "pool.container_removed"}
+    assert removed.pop(broken) == ("debug", "the test's service died")
+    assert removed and all(level == "debug" for level, _ in removed.values()), found  # those the shutdown removed
+    assert not [e for e in events if e["log_level"] in ("warning", "error") and "removed by pool" in str(e)]

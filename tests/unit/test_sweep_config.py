@@ -175,12 +175,12 @@ def test_the_progress_table_counts_per_model_and_task_set(tmp_path):
 
     from rich.console import Console
 
-    from orchestrator.store import EpisodeRecord, LLMCall, TurnRecord
+    from orchestrator.store import EpisodeRecord, LLMCall, Stored, TurnRecord
     from orchestrator.sweep.progress import SweepProgress
 
     config, _ = load_sweep(write(tmp_path, GOOD))
     episodes = plan(config, {t.label: select_tasks(t, None) for t in config.tasks})
-    done = {episodes[0].key: True}
+    done = {episodes[0].key: Stored(success=True, failed=False)}
     progress = SweepProgress(Console(file=io.StringIO(), width=200))
     progress.plan(episodes, done)
     sim = [e for e in episodes if e.model == "openai/sim" and e.key.task_set == "starter-sql"]
