@@ -7,26 +7,32 @@ cache directory (`cache_dir()/view-index/<hash of the store's path>.db`), which 
 and the store never sees; several viewers of one store share it (SQLite's locks keep them apart).
 
 What: one row per episode, its rowid the episode's id; columns `task` (id and query), `outputs`,
-`actions`, `observations` (all its turns', joined). Contentless (`content=''`): the index holds
-the tokens only, the texts stay in results.db, and the few that a page shows are read from there
-(`snippets`). A search joins the matching ids with the store's episodes, so an id that left the
-store (an infrastructure failure run again is stored under a new id) drops out of every result.
+`actions`, `observations` (all its turns', joined), `prompts` (the lines of the system and user
+messages of its transcript, decoded by a SQL function of the writer's: each distinct line once, and
+none that is a line of its observations, so that a dialogue's template and the observations it
+feeds back are not indexed once per turn), `error` and `gold`. Contentless
+(`content=''`): the index holds the tokens only, the texts stay in results.db, and the few that a
+page shows are read from there (`snippets`). A search joins the matching ids with the store's
+episodes, so an id that left the store (an infrastructure failure run again is stored under a new
+id) drops out of every result.
 
 Kept current: built in the background when the viewer opens the store, a chunk of episodes per
 transaction (searches meanwhile look in the tasks only, and say so); then before each search the
 episodes stored since (ids above the last one indexed: the store's ids only grow) are added. A
 store made anew in the same place (its first run differs), or whose newest indexed episode was
-replaced under the same id, is indexed from scratch.
+replaced under the same id, is indexed from scratch; so is an index of another VERSION (version 2
+added the prompts, the error and the gold). A store made before transcripts were kept has no
+prompts to index. What a search's text means is search_query.py's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-import re
 import sqlite3
 import threading
 import time
+import zlib
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
@@ -35,51 +41,33 @@ from pathlib import Path
 import structlog
 
 from foundation.concurrency import TaskOwner
-from foundation.errors import ConfigError
 from foundation.settings import cache_dir
 from orchestrator.store import reader
+from orchestrator.store.transcript import prompt_lines
 
 CHUNK = 5000  # episodes per transaction while building: the store's snapshot is never held long
 LOCK_WAIT_S = 30.0  # seconds a viewer waits on another's write to the shared index
 BUILD_WAIT_S = 1.0  # a search while the index is built waits this long for it before looking in the tasks only
-VERSION = "1"
-FIELDS = ("task", "outputs", "actions", "observations")
+VERSION = "2"
+FIELDS = ("task", "outputs", "actions", "observations", "prompts", "error", "gold")
 TABLE = (f"CREATE VIRTUAL TABLE IF NOT EXISTS episode_text USING fts5({', '.join(FIELDS)}, content='', "
          "tokenize='unicode61 remove_diacritics 2')")
 SCHEMA = f"CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); {TABLE};"
-# An episode's texts, each field its turns' joined (correlated: one pass over the chunk's turns).
+# An episode's texts, each field its turns' joined (correlated: one pass over the chunk's turns), its
+# transcript's prompts (`{prompts}`: PROMPTS, or NULL for a store without transcripts), error and gold.
 ROWS = """
-INSERT INTO episode_text (rowid, task, outputs, actions, observations)
+INSERT INTO episode_text (rowid, task, outputs, actions, observations, prompts, error, gold)
 SELECT e.id, e.task_id || ' ' || e.query,
        (SELECT group_concat(output, char(10)) FROM store.turns t WHERE t.episode_id = e.id),
        (SELECT group_concat(action, char(10)) FROM store.turns t WHERE t.episode_id = e.id),
-       (SELECT group_concat(observation, char(10)) FROM store.turns t WHERE t.episode_id = e.id)
+       (SELECT group_concat(observation, char(10)) FROM store.turns t WHERE t.episode_id = e.id),
+       {prompts}, e.error, e.gold
 FROM store.episodes e WHERE e.id > ? AND e.id <= ?
 """
-WORD = re.compile(r'"[^"]*"|\S+')
+PROMPTS = """(SELECT prompts(x.episode_id, x.format, x.body,
+                (SELECT group_concat(observation, char(10)) FROM store.turns t WHERE t.episode_id = e.id))
+        FROM store.transcripts x WHERE x.episode_id = e.id)"""
 log = structlog.get_logger(__name__)
-
-
-def fts_query(text: str) -> str:
-    """The user's words as an FTS5 query: every word (or "quoted phrase") must occur; a word may
-    end in * (a prefix). Nothing the user types is FTS5 syntax, so no input makes a bad query."""
-    terms = []
-    for word in WORD.findall(text):
-        prefix = word.endswith("*") and len(word) > 1 and not word.startswith('"')
-        bare = word.strip('"').rstrip("*") if not word.startswith('"') else word[1:-1]
-        if bare.strip():
-            terms.append('"' + bare.replace('"', '""') + '"' + ("*" if prefix else ""))
-    if not terms:
-        raise ConfigError("the search has no word in it")
-    return " ".join(terms)
-
-
-def words(text: str) -> list[str]:
-    """The words of a search, lower-cased, for marking them in the texts shown."""
-    found = []
-    for word in WORD.findall(text):
-        found += [w for w in re.split(r"\W+", word.strip('"').rstrip("*").lower()) if w]
-    return found
 
 
 @dataclass(frozen=True)
@@ -115,12 +103,13 @@ class TextIndex:
                     db.execute("DELETE FROM meta")
                     db.execute(TABLE)
                     _set(db, stamp=stamp, version=VERSION, indexed="0")
-            while not (stop is not None and stop.is_set()) and self._chunk(db, newest):
+            rows = _rows(db)
+            while not (stop is not None and stop.is_set()) and self._chunk(db, rows, newest):
                 pass
             db.execute("PRAGMA main.wal_checkpoint(TRUNCATE)")  # the index's log, given back (never the store's)
 
-    def _chunk(self, db: sqlite3.Connection, newest: int) -> bool:
-        """Index the next chunk of episodes up to `newest`; False when there was none left."""
+    def _chunk(self, db: sqlite3.Connection, rows: str, newest: int) -> bool:
+        """Index the next chunk of episodes up to `newest` with `rows` (`_rows`); False when there was none left."""
         with _writing(db):
             (text,) = db.execute("SELECT value FROM meta WHERE key = 'indexed'").fetchone()
             indexed = int(text)
@@ -128,7 +117,7 @@ class TextIndex:
             if indexed >= newest:
                 return False
             top = min(indexed + CHUNK, newest)
-            db.execute(ROWS, (indexed, top))
+            db.execute(rows, (indexed, top))
             (finished,) = db.execute("SELECT coalesce(max(finished_at), 0) FROM store.episodes WHERE id = ?",
                                      (top,)).fetchone()
             _set(db, indexed=str(top), last_finished=repr(finished))
@@ -146,6 +135,7 @@ class TextIndex:
             _write_ahead(db)  # a search reads while the episodes stored since are added
             db.execute("PRAGMA main.journal_size_limit = 67108864")
             db.executescript(SCHEMA)
+            db.create_function("prompts", 4, _prompts, deterministic=True)
             db.execute("ATTACH DATABASE ? AS store", (reader.read_uri(self.store),))
             yield db
 
@@ -163,6 +153,26 @@ def _write_ahead(db: sqlite3.Connection) -> None:
             if "locked" not in str(exc) or time.monotonic() > deadline:
                 raise
             time.sleep(0.05)  # the other viewer's switch takes milliseconds
+
+
+def _rows(db: sqlite3.Connection) -> str:
+    """The INSERT of a chunk's texts: a store made before transcripts were kept has no prompts."""
+    kept = db.execute("SELECT 1 FROM store.sqlite_master WHERE type = 'table' AND name = 'transcripts'").fetchone()
+    return ROWS.format(prompts=PROMPTS if kept else "NULL")
+
+
+def _prompts(episode_id: int, format_: int, body: bytes, observations: str | None) -> str | None:
+    """SQL `prompts(episode_id, format, body, observations)`: the lines of a stored transcript's
+    prompts that are none of the episode's `observations`' lines (those are indexed as such). A
+    transcript this viewer cannot read is logged and left out, so that the episode's other texts
+    (and every other episode) are still indexed: an error raised here would fail the whole index."""
+    try:
+        lines = prompt_lines(body, format_)
+    except (ValueError, KeyError, TypeError, zlib.error) as exc:
+        log.warning("view_index_transcript_unreadable", episode_id=episode_id, error=str(exc))
+        return None
+    seen = set((observations or "").splitlines())
+    return "\n".join([line for line in lines if line not in seen])
 
 
 def _stamp(db: sqlite3.Connection) -> str:

@@ -17,6 +17,7 @@ messages repeat their template and the question every turn, which the compressio
 
 from __future__ import annotations
 
+import itertools
 import json
 import zlib
 from collections.abc import Mapping, Sequence
@@ -25,6 +26,7 @@ from typing import Any
 
 FORMAT = 1  # the body's layout; a reader refuses one it does not know
 LEVEL = 6  # zlib's default: level 9 saves 1-2% more for twice the time
+PROMPT_ROLES = ("system", "developer", "user")  # the roles of the messages a model is prompted with
 
 
 @dataclass
@@ -108,11 +110,17 @@ class StoredTranscript:
     calls: list[Call]
 
 
-def decode(body: bytes, format_: int = FORMAT) -> StoredTranscript:
-    """The transcript of a stored body; ValueError for a format this reader does not know."""
+def _body(body: bytes, format_: int) -> dict[str, Any]:
+    """A stored body's JSON; ValueError for a format this reader does not know."""
     if format_ != FORMAT:
         raise ValueError(f"transcript format {format_} is newer than this reader ({FORMAT})")
-    data = json.loads(zlib.decompress(body))
+    data: dict[str, Any] = json.loads(zlib.decompress(body))
+    return data
+
+
+def decode(body: bytes, format_: int = FORMAT) -> StoredTranscript:
+    """The transcript of a stored body; ValueError for a format this reader does not know."""
+    data = _body(body, format_)
     messages, tools = data["messages"], data["tools"]
     calls: list[Call] = []
     before: list[int] = []
@@ -126,6 +134,26 @@ def decode(body: bytes, format_: int = FORMAT) -> StoredTranscript:
                           messages[call["answer"]], call.get("extra", {}), [messages[n] for n in added]))
         before, answer = numbers, call["answer"]
     return StoredTranscript(messages, calls)
+
+
+def prompt_lines(body: bytes, format_: int = FORMAT) -> list[str]:
+    """The prompts of a stored body: the lines of its system and user messages, each distinct one
+    once (a dialogue sends its template again every turn), in the order they were first sent. What
+    the viewer's full-text index keeps of a transcript: answers and tool results are the turns'
+    outputs and observations. ValueError as `decode`."""
+    messages = _body(body, format_)["messages"]
+    texts = [content_text(m.get("content")) for m in messages if m.get("role") in PROMPT_ROLES]
+    lines = dict.fromkeys(itertools.chain.from_iterable(text.splitlines() for text in texts))
+    lines.pop("", None)
+    return list(lines)
+
+
+def content_text(content: Any) -> str:
+    """A message's text: its content, or the text parts of content given as parts."""
+    if isinstance(content, str):
+        return content
+    parts = content if isinstance(content, list) else []
+    return "\n".join(str(p["text"]) for p in parts if isinstance(p, dict) and p.get("text"))
 
 
 def kept(before: Sequence[int], now: Sequence[int]) -> int:
