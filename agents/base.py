@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from agents.llm.transport import ToolCall as ToolCall  # part of a Message: re-exported
 from foundation.errors import ConfigError
+from foundation.timeline import TurnTiming, turn_timing
 
 if TYPE_CHECKING:
     from environments.base import EpisodeEnvironment
@@ -80,6 +81,13 @@ class Turn:
     reward: float
     executed: bool
     breakdown: dict[str, Any] | None = None  # the parts of the reward this turn computed, where the kind has them
+    # What made it, taken from the episode's timeline when it is made (None outside a sweep).
+    timing: TurnTiming | None = field(default=None, compare=False)
+    rewritten: str | None = None  # what the dialogue kept in place of the answer, where the strategy changed it
+
+    def __post_init__(self) -> None:
+        if self.timing is None:
+            self.timing = turn_timing(self.output)
 
 
 @dataclass

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from foundation.concurrency import TaskOwner, stop
 from foundation.errors import OrchestratorError
+from foundation.timeline import span
 
 if TYPE_CHECKING:
     from environments.runtime import Runtime
@@ -218,7 +219,8 @@ class Environment(ABC):
         if action.strip() == "skip":
             self.done, self.reward = True, 0.0
             return StepResult("skipped", 0.0, True, {ACTION_EXECUTED: True})
-        observation, executed = await self._execute(action)
+        with span("action"):
+            observation, executed = await self._execute(action)
         self.observation = observation
         self.history.append((action, observation))
         return StepResult(observation, 0.0, False, {ACTION_EXECUTED: executed})
@@ -226,7 +228,8 @@ class Environment(ABC):
     async def _submit(self, argument: str) -> StepResult:
         self.history.append((f"submit {argument}".strip(), self.observation or ""))
         try:
-            reward, info = await self._reward(argument)
+            with span("reward"):
+                reward, info = await self._reward(argument)
         except ScoringFailed as exc:
             return self._unscored(exc)
         self.done, self.reward, self.score_info = True, reward, info
@@ -240,7 +243,8 @@ class Environment(ABC):
         if self.task is None:
             raise EpisodeError("score() before reset()")
         try:
-            reward, self.score_info = await self._reward("")
+            with span("reward"):
+                reward, self.score_info = await self._reward("")
         except ScoringFailed as exc:
             return 0.0, self._unscored(exc).info
         return reward, self.score_info

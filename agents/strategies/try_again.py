@@ -46,6 +46,8 @@ class TryAgain:
                 return failed(outcome, exc)
             turn, kept, blocked = await self.rules.turn(env, output)
             dialogue.body[-1]["content"] = kept
+            if kept != output:
+                turn.rewritten = kept  # the model's next call sees this, not its answer
             outcome.turns.append(turn)
             if blocked or turn.reward == 1.0 or (turn.action or "").strip().lower() == "skip" or env.done:
                 return finish(outcome, ran_out=False)

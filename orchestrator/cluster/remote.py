@@ -27,6 +27,7 @@ import ray.exceptions
 
 from environments.base import EpisodeEnvironment, ScoringFailed, Skill, StepResult, ToolServer
 from foundation.concurrency import TaskOwner, stop
+from foundation.timeline import span
 from orchestrator.cluster.remote_calls import CLOSE, HARNESS_STEP, OPEN_ENV, OPEN_RESET, RESET, SCORE, STEP, RemoteCall, Reply
 from orchestrator.cluster.channel import Channel, HostLost
 
@@ -96,17 +97,22 @@ class RemoteEnvironment:
             await self._resetting
             self._resetting = None
 
+    # The episode's timeline sees each call to the host as a whole: an action there (with its
+    # scoring, in a harness step), or a scoring.
     async def step(self, action: str) -> StepResult:
         await self.ready()
-        return await self._on_env(STEP, action)
+        with span("reward" if action.strip().startswith("submit") else "action"):
+            return await self._on_env(STEP, action)
 
     async def score(self) -> tuple[float, dict[str, Any]]:
         await self.ready()
-        return await self._on_env(SCORE)
+        with span("reward"):
+            return await self._on_env(SCORE)
 
     async def harness_step(self, action: str) -> tuple[float, str, bool]:
         await self.ready()
-        return await self._on_env(HARNESS_STEP, action)
+        with span("action"):
+            return await self._on_env(HARNESS_STEP, action)
 
     def observation_rows(self) -> list[Any] | None:
         return self._rows

@@ -43,16 +43,31 @@ def episode_detail(db: sqlite3.Connection, episode_id: int) -> EpisodeDetail | N
 
 
 def _turns(db: sqlite3.Connection, episode_id: int) -> list[TurnRecord]:
-    breakdown = "breakdown" if has(db, "turns", "breakdown") else "NULL"
-    return [TurnRecord(o, a, obs, r, bool(x), _json(b)) for o, a, obs, r, x, b in db.execute(
-        f"SELECT output, action, observation, reward, executed, {breakdown} FROM turns WHERE episode_id = ? "
-        "ORDER BY idx", (episode_id,))]
+    later = ", ".join(_or_null(db, "turns", ("breakdown", "started_s", "duration_s", "call_idx", "spans", "rewritten")))
+    return [TurnRecord(o, a, obs, r, bool(x), _json(b), start, took, call, _spans(spans), kept)
+            for o, a, obs, r, x, b, start, took, call, spans, kept in db.execute(
+                f"SELECT output, action, observation, reward, executed, {later} FROM turns WHERE episode_id = ? "
+                "ORDER BY idx", (episode_id,))]
 
 
 def _calls(db: sqlite3.Connection, episode_id: int) -> list[LLMCall]:
+    started = _or_null(db, "llm_calls", ("started_s",))[0]
     return [LLMCall(*c) for c in db.execute(
-        "SELECT model, served_model, prompt_tokens, completion_tokens, latency_s, attempts, cost_usd FROM llm_calls "
-        "WHERE episode_id = ? ORDER BY idx", (episode_id,))]
+        f"SELECT model, served_model, prompt_tokens, completion_tokens, latency_s, attempts, cost_usd, {started} "
+        "FROM llm_calls WHERE episode_id = ? ORDER BY idx", (episode_id,))]
+
+
+def _or_null(db: sqlite3.Connection, table: str, columns: tuple[str, ...]) -> list[str]:
+    """The columns, each as NULL where a store written before it lacks it (read-only: never added)."""
+    return [column if has(db, table, column) else "NULL" for column in columns]
+
+
+def _spans(text: str | None) -> list[list[Any]] | None:
+    try:
+        value = json.loads(text) if text else None
+    except ValueError:
+        return None
+    return value if isinstance(value, list) else None
 
 
 def _transcript(db: sqlite3.Connection, episode_id: int) -> tuple[StoredTranscript | None, str]:

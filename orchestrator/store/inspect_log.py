@@ -83,6 +83,21 @@ def export_inspect(outdir: Path, target: Path) -> list[Path]:
     return written
 
 
+def episode_sample(db: sqlite3.Connection, episode_id: int) -> EvalSample | None:
+    """One stored episode as an Inspect sample, as `export --format inspect` writes it in its cell's
+    log (None: no such episode)."""
+    db.row_factory = sqlite3.Row
+    try:
+        e = db.execute(f"SELECT {_EPISODE_COLUMNS}, model FROM episodes WHERE id = ?", (episode_id,)).fetchone()
+        if e is None:
+            return None
+        turns = db.execute("SELECT * FROM turns WHERE episode_id = ? ORDER BY idx", (episode_id,)).fetchall()
+        stored = _cell_calls(db, (e["model"], "", ""), episode_id).get(episode_id)
+        return _sample(inspect_model(e["model"]), e, turns, stored)
+    finally:
+        db.row_factory = None
+
+
 def inspect_model(model: str) -> str:
     """The sweep's model as Inspect names one, `provider/name`: a litellm name with a provider stays
     as it is, a bare one becomes `litellm/NAME`; `oracle` and `replay:FILE`, which call no model,
@@ -155,19 +170,22 @@ def _results(episodes: list[sqlite3.Row]) -> EvalResults:
     return EvalResults(total_samples=len(episodes), completed_samples=len(done), scores=scores)
 
 
-def _cell_calls(db: sqlite3.Connection, cell: Cell) -> dict[int, tuple[StoredTranscript, list[ModelUsage]]]:
-    """The transcripts of a cell's episodes, with each call's usage (none in a store without them)."""
+def _cell_calls(db: sqlite3.Connection, cell: Cell,
+                episode_id: int | None = None) -> dict[int, tuple[StoredTranscript, list[ModelUsage]]]:
+    """The transcripts of a cell's episodes (or of the one episode `episode_id`), with each call's
+    usage (none in a store without them)."""
     if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'transcripts'").fetchone() is None:
         return {}
+    where, args = ("e.id = ?", (episode_id,)) if episode_id is not None else \
+        ("e.model = ? AND e.strategy = ? AND e.task_set = ?", cell)
     usage: dict[int, list[ModelUsage]] = defaultdict(list)
     for row in db.execute("SELECT c.episode_id, c.prompt_tokens, c.completion_tokens, c.cost_usd FROM llm_calls c "
-                          "JOIN episodes e ON e.id = c.episode_id WHERE e.model = ? AND e.strategy = ? AND "
-                          "e.task_set = ? ORDER BY c.episode_id, c.idx", cell):
+                          f"JOIN episodes e ON e.id = c.episode_id WHERE {where} ORDER BY c.episode_id, c.idx", args):
         usage[row[0]].append(ModelUsage(input_tokens=row[1], output_tokens=row[2], total_tokens=row[1] + row[2],
                                         total_cost=row[3]))
     found = {}
     for eid, fmt, body in db.execute("SELECT t.episode_id, t.format, t.body FROM transcripts t JOIN episodes e ON "
-                                     "e.id = t.episode_id WHERE e.model = ? AND e.strategy = ? AND e.task_set = ?", cell):
+                                     f"e.id = t.episode_id WHERE {where}", args):
         found[eid] = (decode(body, fmt), usage.get(eid, []))
     return found
 

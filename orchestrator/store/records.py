@@ -67,6 +67,15 @@ class TurnRecord:
     reward: float
     executed: bool
     breakdown: dict[str, Any] | None = None  # the reward's parts, where the kind gives them
+    # When it began (seconds since the episode began) and how long it took, from its model call to
+    # its last scoring; the call whose answer it is (its place among the episode's calls); and its
+    # spans, [[kind, start, duration], ...] with kind call | action | reward. None: not recorded
+    # (a store written before they were, a turn made outside a sweep).
+    started_s: float | None = None
+    duration_s: float | None = None
+    call: int | None = None
+    spans: list[list[Any]] | None = None
+    rewritten: str | None = None  # what the dialogue kept in place of the answer, where the strategy changed it
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +87,7 @@ class LLMCall:
     latency_s: float
     attempts: int
     cost_usd: float | None
+    started_s: float | None = None  # seconds since the episode began; None in stores written before
 
 
 @dataclass(slots=True)

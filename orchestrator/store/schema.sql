@@ -83,6 +83,11 @@ CREATE TABLE IF NOT EXISTS turns (
     executed    INTEGER NOT NULL,
     breakdown   TEXT,                     -- JSON: the parts of the reward this turn computed, where the
                                           -- kind gives them (Harbor's reward.json, a reward of your own)
+    started_s   REAL,                     -- when it began, seconds since the episode began (its model call)
+    duration_s  REAL,                     -- from then to the end of its last action or scoring
+    call_idx    INTEGER,                  -- the call whose answer it is: llm_calls.idx, the transcript's call
+    spans       TEXT,                     -- JSON [[kind, start_s, duration_s], ...]: call | action | reward
+    rewritten   TEXT,                     -- what the dialogue kept in place of the answer (Try Again's parser)
     PRIMARY KEY (episode_id, idx)
 );
 
@@ -97,6 +102,7 @@ CREATE TABLE IF NOT EXISTS llm_calls (
     latency_s         REAL NOT NULL,
     attempts          INTEGER NOT NULL,
     cost_usd          REAL,
+    started_s         REAL,               -- when it began, seconds since the episode began
     PRIMARY KEY (episode_id, idx)
 );
 

@@ -32,7 +32,10 @@ SCHEMA = Path(__file__).with_name("schema.sql")
 SCHEMA_VERSION = "1"
 # Columns added since stores were first made: added to older stores when opened (the same schema
 # version: readers of the older columns ignore them).
-NEW_COLUMNS = {"episodes": [("host", "TEXT")], "turns": [("breakdown", "TEXT")],
+NEW_COLUMNS = {"episodes": [("host", "TEXT")],
+               "turns": [("breakdown", "TEXT"), ("started_s", "REAL"), ("duration_s", "REAL"), ("call_idx", "INTEGER"),
+                         ("spans", "TEXT"), ("rewritten", "TEXT")],
+               "llm_calls": [("started_s", "REAL")],
                "runs": [("spent_usd", "REAL NOT NULL DEFAULT 0"), ("spent_tokens", "INTEGER NOT NULL DEFAULT 0")]}
 T = TypeVar("T")
 
@@ -198,13 +201,15 @@ class Store:
                  r.host, r.served_model, r.started_at, r.finished_at))
             episode_id = cursor.lastrowid
             db.executemany("INSERT INTO turns (episode_id, idx, output, action, observation, reward, executed, "
-                           "breakdown) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [
+                           "breakdown, started_s, duration_s, call_idx, spans, rewritten) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", [
                 (episode_id, i, t.output, t.action, t.observation, t.reward, int(t.executed),
-                 json.dumps(t.breakdown) if t.breakdown else None)
+                 json.dumps(t.breakdown) if t.breakdown else None, t.started_s, t.duration_s, t.call,
+                 json.dumps(t.spans) if t.spans is not None else None, t.rewritten)
                 for i, t in enumerate(r.turns)])
-            db.executemany("INSERT INTO llm_calls VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", [
+            db.executemany("INSERT INTO llm_calls (episode_id, idx, model, served_model, prompt_tokens, "
+                           "completion_tokens, latency_s, attempts, cost_usd, started_s) VALUES (?,?,?,?,?,?,?,?,?,?)", [
                 (episode_id, i, c.model, c.served_model, c.prompt_tokens, c.completion_tokens, c.latency_s,
-                 c.attempts, c.cost_usd) for i, c in enumerate(r.calls)])
+                 c.attempts, c.cost_usd, c.started_s) for i, c in enumerate(r.calls)])
             if r.transcript is not None and r.transcript.calls:
                 db.execute("INSERT INTO transcripts VALUES (?, ?, ?, ?)",
                            (episode_id, TRANSCRIPT_FORMAT, len(r.transcript.calls), r.transcript.encode()))

@@ -24,11 +24,12 @@ import aiodocker
 import aiohttp
 import structlog
 
-from agents.base import EpisodeOutcome, get_strategy
+from agents.base import EpisodeOutcome, Turn, get_strategy
 from agents.episode import play
 from environments.base import ScoringFailed, TaskUnavailable
 from environments.kind import kind_spec
 from foundation.errors import SandboxError, UserError
+from foundation.timeline import Timeline
 from orchestrator.site import Site
 from orchestrator.store import EpisodeRecord, LLMCall, TurnRecord
 from orchestrator.store.transcript import Transcript
@@ -116,7 +117,8 @@ class EpisodeRunner:
             async with deadline:
                 async with self.site.environment(episode.task, avoid) as placed:
                     record.host, record.image_digest = placed.host, placed.image_digest
-                    outcome = await play(strategy, placed.env, episode.task, model, max_turns=record.max_turns)
+                    with Timeline(record.started_at).current():  # this attempt's calls, actions and scorings
+                        outcome = await play(strategy, placed.env, episode.task, model, max_turns=record.max_turns)
                     failure = placed.env.failure
         except TimeoutError:
             if deadline.expired():
@@ -135,8 +137,7 @@ class EpisodeRunner:
 def _fill(record: EpisodeRecord, outcome: EpisodeOutcome, failure: ScoringFailed | None = None) -> None:
     """The outcome into the record; an episode its environment could not score is stored as that
     failure (a verifier or reward error), its turns kept."""
-    record.turns = [TurnRecord(t.output, t.action, t.observation, t.reward, t.executed, t.breakdown)
-                    for t in outcome.turns]
+    record.turns = [_turn_record(t) for t in outcome.turns]
     record.status = outcome.status
     if outcome.status in ("model_error", "budget_exhausted"):
         record.failure_class, record.error = "model", outcome.error
@@ -147,6 +148,16 @@ def _fill(record: EpisodeRecord, outcome: EpisodeOutcome, failure: ScoringFailed
         record.status, record.failure_class, record.error = failure.status, failure.failure_class, _line(failure)
         log.info("episode_not_scored", task=record.key.task_id, status=record.status, error=record.error)
     record.finished_at = time.time()
+
+
+def _turn_record(turn: Turn) -> TurnRecord:
+    timing = turn.timing
+    if timing is None:
+        return TurnRecord(turn.output, turn.action, turn.observation, turn.reward, turn.executed, turn.breakdown,
+                          rewritten=turn.rewritten)
+    spans = [[s.kind, round(s.start, 4), round(s.duration, 4)] for s in timing.spans]
+    return TurnRecord(turn.output, turn.action, turn.observation, turn.reward, turn.executed, turn.breakdown,
+                      timing.start, timing.duration, timing.call, spans, turn.rewritten)
 
 
 def _line(exc: BaseException) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -29,6 +30,7 @@ from agents.strategies.tools import assistant_message
 from environments.kind import gold_actions
 from foundation.concurrency import TaskOwner
 from foundation.errors import ConfigError
+from foundation.timeline import record_call
 from orchestrator.fidelity.replay_model import ReplayModel
 from orchestrator.store import LLMCall
 from orchestrator.store.transcript import Transcript
@@ -63,22 +65,24 @@ class RecordingModel:
 
     async def complete(self, messages: Sequence[Message], *, task: Task, turn: int,
                        style: AnswerStyle = "fenced") -> str:
+        start = time.time()
         completion = await self.model.completion(messages, task=task, turn=turn, style=style)
-        self._recorded(completion, messages, None)
+        self._recorded(start, completion, messages, None)
         return completion.text
 
     async def complete_tools(self, messages: Sequence[ToolMessage], tools: Sequence[dict[str, Any]], *,
                              task: Task, turn: int) -> ToolAnswer:
+        start = time.time()
         completion = await self.model.completion(messages, task=task, turn=turn, style="tools", tools=tools)
         answer = ToolAnswer(completion.text, completion.tool_calls)
-        self._recorded(completion, messages, tools, answer)
+        self._recorded(start, completion, messages, tools, answer)
         return answer
 
-    def _recorded(self, completion: Completion, messages: Sequence[Any], tools: Sequence[dict[str, Any]] | None,
-                  answer: ToolAnswer | None = None) -> None:
+    def _recorded(self, start: float, completion: Completion, messages: Sequence[Any],
+                  tools: Sequence[dict[str, Any]] | None, answer: ToolAnswer | None = None) -> None:
         u = completion.usage
         self.calls.append(LLMCall(u.model, u.served_model, u.prompt_tokens, u.completion_tokens, u.latency_s,
-                                  u.attempts, u.cost_usd))
+                                  u.attempts, u.cost_usd, started_s=record_call(start)))
         if self.transcript is not None:
             extra = {"finish_reason": completion.finish_reason} if completion.finish_reason else {}
             if completion.raw:
@@ -106,7 +110,9 @@ class TranscribedModel:
 
     async def complete(self, messages: Sequence[Message], *, task: Task, turn: int,
                        style: AnswerStyle = "fenced") -> str:
+        start = time.time()
         text = await self.model.complete(messages, task=task, turn=turn, style=style)
+        record_call(start)
         self.transcript.record(messages, {"role": "assistant", "content": text})
         return text
 
@@ -116,7 +122,9 @@ class TranscribedToolModel(TranscribedModel):
 
     async def complete_tools(self, messages: Sequence[ToolMessage], tools: Sequence[dict[str, Any]], *,
                              task: Task, turn: int) -> ToolAnswer:
+        start = time.time()
         answer = await cast(ToolModel, self.model).complete_tools(messages, tools, task=task, turn=turn)
+        record_call(start)
         self.transcript.record(messages, assistant_message(answer), tools)
         return answer
 

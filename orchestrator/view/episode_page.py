@@ -14,9 +14,10 @@ from orchestrator.store.records import LLMCall, TurnRecord
 from orchestrator.store.transcript import Call, turns_of_calls
 from orchestrator.view import charts
 from orchestrator.view.breakdown import breakdown
-from orchestrator.view.layout import FOLD_CHARS, FOLD_LINES, esc, folded, link, money, table, url, when
+from orchestrator.view.layout import FOLD_CHARS, FOLD_LINES, cost, esc, folded, link, money, plural, table, url, when
 from orchestrator.view.lists import status_html, task_href
 from orchestrator.view.source import Source
+from orchestrator.view.timeline import timeline, words
 
 
 def episode(source: Source, detail: EpisodeDetail, neighbours: str = "") -> str:
@@ -29,7 +30,11 @@ def episode(source: Source, detail: EpisodeDetail, neighbours: str = "") -> str:
              f" · sweep {esc(source.label)}{neighbours}</p>",
              f'<div class="charts">{table(None, _summary(e), "summary", names=2)}{_reward_chart(detail.turns)}</div>',
              "<h2>Task</h2>", folded(e["query"], "query"), folded(e["gold"], "gold"),
-             f"<h2>Transcript ({len(detail.turns)} turns)</h2>", _turns_nav(detail.turns)]
+             _downloads(source, e["id"])]
+    if shown := timeline(detail.turns):
+        parts += ["<h2>Timeline</h2>", shown]
+    n = len(detail.turns)
+    parts += [f"<h2>Transcript ({n} {plural(n, 'turn')})</h2>", _turns_nav(detail.turns)]
     parts += _transcript(detail)
     parts += [f"<h2>LLM calls ({len(detail.calls)})</h2>", _calls(detail.calls), "<h2>Lineage</h2>", _lineage(detail)]
     return "\n".join(parts)
@@ -40,9 +45,15 @@ def _summary(e: dict[str, Any]) -> list[list[str]]:
             ["error", f'<span id="error">{esc(e["error"] or "")}</span>'], ["reward", f"{e['reward']:.3f}"],
             ["solved", "yes" if e["success"] else "no"], ["turns", f"{e['n_turns']} of {e['max_turns']}"],
             ["tokens", f"{e['prompt_tokens']:,} prompt + {e['completion_tokens']:,} completion"],
-            ["cost", money(e["cost_usd"]) + (f" + {e['unpriced_calls']} unpriced calls" if e["unpriced_calls"] else "")],
+            ["cost", cost(e["cost_usd"], e["unpriced_calls"])],
             ["attempts", str(e["attempts"])],
             ["time", f"{when(e['started_at'])} – {when(e['finished_at'])} UTC ({e['finished_at'] - e['started_at']:.2f} s)"]]
+
+
+def _downloads(source: Source, number: int) -> str:
+    base = f"/s/{source.index}/episodes/{number}"
+    return (f'<p class="downloads small">download this episode: {link(url(base, {"format": "json"}), "JSON")} · '
+            f'{link(url(base, {"format": "inspect"}), "Inspect sample")}</p>')
 
 
 def _reward_chart(turns: Sequence[TurnRecord]) -> str:
@@ -65,7 +76,8 @@ def _transcript(detail: EpisodeDetail) -> list[str]:
     if transcript is None:
         return [f'<p class="muted" id="no-transcript">{esc(detail.transcript_note)}</p>',
                 *(turn(i, t, show_output=True) for i, t in enumerate(detail.turns))]
-    owned = turns_of_calls(transcript.calls, [t.output for t in detail.turns])
+    owned = _owned(detail.turns, len(transcript.calls)) or \
+        turns_of_calls(transcript.calls, [t.output for t in detail.turns])
     usage = detail.calls if len(detail.calls) == len(transcript.calls) else [None] * len(transcript.calls)
     parts = _tools(transcript.calls)
     for n, (call, mine, used) in enumerate(zip(transcript.calls, owned, usage, strict=True)):
@@ -76,6 +88,21 @@ def _transcript(detail: EpisodeDetail) -> list[str]:
         parts.append(f'<div class="call" id="call-{n + 1}">{sent}<div class="exchange"><div>{answer}</div>'
                      f"<div>{turns}</div></div></div>")
     return parts
+
+
+def _owned(turns: Sequence[TurnRecord], calls: int) -> list[list[int]] | None:
+    """For each call, its turns, as stored with them (None in a store written before they were: the
+    turns are then matched to the answers by text). A turn without a call (a closing `submit` the
+    sweep sent) goes with the call before it."""
+    if not turns or all(t.call is None for t in turns) or any(t.call is not None and not 0 <= t.call < calls
+                                                              for t in turns):
+        return None
+    owned: list[list[int]] = [[] for _ in range(calls)]
+    at = 0
+    for i, t in enumerate(turns):
+        at = t.call if t.call is not None else at
+        owned[at].append(i)
+    return owned
 
 
 def _tools(calls: Sequence[Call]) -> list[str]:
@@ -129,9 +156,14 @@ def turn(i: int, t: TurnRecord, show_output: bool = False) -> str:
         state = ' · <span class="bad" title="exit status not 0, or the query or code raised">the action failed</span>'
     else:
         state = ""
-    parts = [f'<section class="turn" id="turn-{i + 1}"><h3>Turn {i + 1} · reward after it: {t.reward:.3f}{state}</h3>']
+    took = f' · <span class="small muted">{esc(words(t))}</span>' if t.spans else ""
+    parts = [f'<section class="turn" id="turn-{i + 1}"><h3>Turn {i + 1} · reward after it: {t.reward:.3f}{state}{took}</h3>']
     if show_output:
         parts.append(folded(t.output, "model output", "output"))
+    if t.rewritten is not None:
+        parts.append(f'<div class="rewritten"><span class="small"><strong>rewritten</strong>: the strategy kept this in '
+                     f"the dialogue in place of the answer, and the model's next call saw it</span>"
+                     f"{folded(t.rewritten, 'kept instead', 'kept')}</div>")
     parts += [folded(t.action, "action", "action"), folded(t.observation, "observation", "observation")]
     if t.breakdown:
         parts.append(breakdown(i, t.breakdown))

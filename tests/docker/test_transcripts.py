@@ -77,6 +77,15 @@ async def test_a_sweep_stores_what_each_call_sent_and_each_kinds_reward_parts(tm
     assert {"iou", "kendall_tau", "agent_rows", "gold_rows"} <= parts["sql"]
     assert {"function", "tests", "passed"} <= parts["python"] or "reason" in parts["python"]
     assert {"flag_correct", "submitted"} <= parts["ctf"]
+    # Each turn's timing as it was made: its call (a turn of the sweep's own closing `submit` has
+    # none), when it began and how long it took, its spans; and when each call began.
+    timed = rows(tmp_path / "true", "SELECT t.call_idx, t.started_s, t.duration_s, t.spans, t.output, "
+                 "(SELECT count(*) FROM llm_calls c WHERE c.episode_id = t.episode_id) FROM turns t")
+    assert timed and all(spans is not None and start is not None and took >= 0 for _, start, took, spans, _, _ in timed)
+    assert all(call is not None and 0 <= call < calls for call, _, _, _, output, calls in timed if output)
+    kinds = {kind for *_, spans, _, _ in timed for kind, _, _ in json.loads(spans)}
+    assert kinds == {"call", "action", "reward"}, kinds
+    assert rows(tmp_path / "true", "SELECT count(*) FROM llm_calls WHERE started_s IS NULL OR started_s < 0") == [(0,)]
 
 
 def _sent(messages: list, tools: list | None) -> str:
