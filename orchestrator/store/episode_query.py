@@ -3,8 +3,9 @@ episodes, the texts a search's words are marked in, per-cell progress.
 
 Every list is a page (LIMIT/OFFSET) over an indexed filter, so no page reads a whole store into
 memory. Filter values arrive from a URL: they are checked here, and a bad one is a ConfigError
-line the page shows (a 400). Text is searched in the full-text index (search_index.py) when the
-store has one attached as `idx`, else in the task's id and query only.
+line the page shows (a 400). Text (its AND and OR read by search_query.py) is searched in the
+full-text index (search_index.py) when the store has one attached as `idx`, else in the task's id
+and query only.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ from typing import Any
 
 from foundation.errors import ConfigError
 from orchestrator.store.records import EpisodeKey, Keyed
-from orchestrator.store.search_index import fts_query
+from orchestrator.store.search_query import fts_query, parse
 
 PAGE_SIZE = 50
 MAX_ID = 2**63 - 1  # SQLite's largest integer: a larger number is no episode, not an overflow
 MAX_PAGE = 10**9
+MAX_SEARCH = 1000  # characters of a search: a few lines
 STATUSES = ("solved", "submitted", "max_turns", "model_error", "budget_exhausted", "timeout", "task_error",
             "infra_error", "verifier_error", "agent_error", "verifier_offline")
 FAILURE_CLASSES = ("none", "any", "model", "task", "infra", "verifier", "agent", "network")
@@ -85,11 +87,10 @@ class EpisodeFilter:
         _one_of("success", values.get("success", ""), ("", "yes", "no"))
         _one_of("failure (error class)", values.get("failure", ""), ("", *FAILURE_CLASSES))
         _one_of("sort", values.get("sort", "newest"), tuple(SORTS))
-        for name in ("min_reward", "max_reward"):
-            _number(name, values.get(name, ""))
+        _reward_range(values.get("min_reward", ""), values.get("max_reward", ""))
         values["page"] = whole_number(str(values.get("page", "1")), "page", 1, MAX_PAGE)
         if values.get("text"):
-            fts_query(values["text"])  # a search without a word is a bad filter, not an empty one
+            _searchable(values["text"])
         return cls(**values)
 
     def where(self, full_text: bool) -> tuple[str, list[Any]]:
@@ -116,8 +117,9 @@ class EpisodeFilter:
             clauses.append("f.episode_text MATCH ?")  # the index drives the join: see `source`
             args.append(fts_query(self.text))
         elif self.text:
-            clauses.append("(instr(lower(e.query), lower(?)) > 0 OR instr(e.task_id, ?) > 0)")
-            args += [self.text, self.text]
+            clause, terms = _in_tasks(self.text)
+            clauses.append(clause)
+            args += terms
         return (" WHERE " + " AND ".join(clauses)) if clauses else "", args
 
     def source(self, full_text: bool) -> str:
@@ -140,6 +142,14 @@ class EpisodeFilter:
         return {k: str(v) for k, v in merged.items() if v != getattr(defaults, k, None)}
 
 
+def _in_tasks(text: str) -> tuple[str, list[str]]:
+    """The search over the tasks' ids and queries (where there is no index): each term a piece of either."""
+    piece = "instr(lower(e.task_id || ' ' || e.query), lower(?)) > 0"
+    groups = parse(text)
+    either = " OR ".join("(" + " AND ".join([piece] * len(group)) + ")" for group in groups)
+    return f"({either})", [term.text for group in groups for term in group]
+
+
 def _one_of(name: str, value: str, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
         shown = ", ".join(a for a in allowed if a)
@@ -152,6 +162,31 @@ def _number(name: str, text: str) -> None:
             raise ValueError
     except ValueError:
         raise ConfigError(f"{name} must be a finite number, not {text[:40]!r}") from None
+
+
+def _reward_range(low: str, high: str) -> None:
+    """The bounds of a reward range: each a number from 0 to 1, or none; the lower not above the upper
+    (a range that nothing can be in is a mistake, not an empty list)."""
+    bottom, top = _reward("min_reward", low), _reward("max_reward", high)
+    if bottom is not None and top is not None and bottom > top:
+        raise ConfigError(f"min_reward {low} is above max_reward {high}: no reward is in that range")
+
+
+def _reward(name: str, text: str) -> float | None:
+    if not text:
+        return None
+    _number(name, text)
+    if not 0 <= float(text) <= 1:
+        raise ConfigError(f"{name} must be from 0 to 1, not {text[:40]!r}: every reward is in that range")
+    return float(text)
+
+
+def _searchable(text: str) -> None:
+    """A search short enough to read (a pasted traceback is not) and with a word in it."""
+    if len(text) > MAX_SEARCH:
+        raise ConfigError(f"the search is too long ({len(text):,} characters, at most {MAX_SEARCH:,}): shorten it "
+                          "to a few distinctive words, such as the last line of a traceback")
+    fts_query(text)  # a search without a word is a bad filter, not an empty one
 
 
 def order_by(sort: str, reverse: bool = False) -> str:

@@ -58,6 +58,16 @@ form.filters label { display: flex; flex-direction: column; font-size: .85em; }
 .warn { background: #fff3cd; border: 1px solid #e0c36a; padding: .4em 1em; }
 .keys-help { color: #777; font-size: .8em; }
 @media (max-width: 900px) { .exchange, .pair { grid-template-columns: minmax(0, 1fr); } }
+/* The overview's charts: one per row, or two and more from 1,280 px; each chart as wide as its cell
+   (charts.py draws in a viewBox, so the text scales with it). */
+.chart-grid { display: grid; grid-template-columns: minmax(0, 640px); gap: 1.2em 1.5em; align-items: start;
+              margin: .6em 0 1em; }
+.chart-grid > * { min-width: 0; margin: 0; }
+.chart-grid svg.chart { width: 100%; height: auto; margin: 0; }
+.chart .group { font-size: 11px; font-weight: 600; fill: #555; }
+.chart-values figcaption { font-weight: 600; } .chart-values p { margin: .2em 0; font-size: .85em; }
+.chart-values table { margin: .3em 0 0; }
+@media (min-width: 1280px) { .chart-grid { grid-template-columns: repeat(auto-fill, minmax(430px, 1fr)); } }
 """
 
 JS = """
@@ -155,6 +165,27 @@ JS = """
 })();
 """
 
+# The list's filters choose a cell's parts from the store's values: a long model name must not widen the form.
+CSS += "form.filters select { max-width: 18em; }\n"
+
+CSS += """
+/* The episode's timeline (timeline.py): a row per turn, a bar per span on the episode's scale. */
+.timeline { margin: .4em 0 1em; } .timeline .small { color: #555; }
+.tl-row { display: grid; grid-template-columns: 4.5em minmax(0, 1fr) minmax(12em, 22em); gap: .6em; align-items: center;
+          margin: 2px 0; }
+.tl-track { display: block; width: 100%; height: 14px; background: #f4f4f4; border: 1px solid #e2e2e2; }
+.tl-key { display: inline-block; width: 20px; height: 14px; margin: 0 .3em 0 .6em; vertical-align: middle; }
+.tl-call { fill: #0072B2; } .tl-action { fill: #E69F00; } .tl-reward { fill: #009E73; }
+.tl-label { font-size: .85em; } .tl-words { color: #444; }
+.rewritten { border-left: 3px solid #CC79A7; padding-left: .5em; margin: .3em 0; }
+"""
+
 # Versioned by content, so a browser never runs an old script against a new page.
 VERSION = hashlib.sha256((CSS + JS).encode()).hexdigest()[:12]
 CSS_PATH, JS_PATH = f"/static/view-{VERSION}.css", f"/static/view-{VERSION}.js"
+
+# The viewer's icon, an SVG served where a browser asks for one (/favicon.ico, which it does on
+# opening any page that names none: a 404 otherwise) and named in every page's head (layout.py).
+ICON_PATH = "/favicon.ico"
+ICON = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" '
+        'fill="#0072B2"/><path d="M3 11.5 6.5 7l3 2.5L13 4" fill="none" stroke="#fff" stroke-width="1.8"/></svg>')

@@ -11,7 +11,7 @@ from orchestrator.store.episode_detail import EpisodeDetail
 from orchestrator.store.episode_pairs import Pair
 from orchestrator.store.records import TurnRecord
 from orchestrator.view.diff import marked
-from orchestrator.view.layout import esc, folded, link, money, name, pager, table, url
+from orchestrator.view.layout import cost, esc, folded, link, name, pager, table, url
 from orchestrator.view.lists import status_html
 from orchestrator.view.pairs import PairPage
 from orchestrator.view.source import Source
@@ -69,7 +69,6 @@ def _one_sided(result: Comparison) -> list[str]:
 
 def _pairs(a: Source, b: Source, cell: Cell, found: PairPage, page_no: int, flipped_only: bool) -> str:
     model, strategy, task_set = cell
-    scope = " / ".join(part or "any" for part in cell)
     params = {"model": model, "strategy": strategy, "task_set": task_set, "flipped": 1 if flipped_only else ""}
     toggle = link(compare_url(a, b, **(params | {"flipped": "" if flipped_only else 1})),
                   "show every task" if flipped_only else "show flipped tasks only")
@@ -78,7 +77,7 @@ def _pairs(a: Source, b: Source, cell: Cell, found: PairPage, page_no: int, flip
              name(f"{p.model} / {p.strategy} / {p.task_set}"), f"{esc(p.a_status)} ({p.a_reward:.2f})",
              f"{esc(p.b_status)} ({p.b_reward:.2f})"] for p in found.pairs]
     downloads = " · ".join(link(compare_url(a, b, **params, format=f), f.upper(), class_="download") for f in ("csv", "json"))
-    return "\n".join([f"<h2>Tasks of {esc(scope)}</h2>",
+    return "\n".join([f"<h2>{esc(_scope(cell))}</h2>",
                       f'<p><span id="flipped-count">{found.flipped}</span> flipped of {found.total} shown · {toggle} · '
                       f'download as {downloads}</p>',
                       table(("", "change", "task", "epoch", "cell", "A", "B"), rows, "pairs", names=5,
@@ -86,22 +85,33 @@ def _pairs(a: Source, b: Source, cell: Cell, found: PairPage, page_no: int, flip
                       pager(page_no, found.pages, lambda n: compare_url(a, b, **params, page=n))])
 
 
+def _scope(cell: Cell) -> str:
+    """The heading of the pairs of `cell`: the parts it names ("of strategy react"), or every cell."""
+    named = [f"{label} {value}" for label, value in zip(("model", "strategy", "task set"), cell, strict=True) if value]
+    return f"Tasks in both runs, of {', '.join(named) if named else 'every cell'}"
+
+
 def side_by_side(a: Source, b: Source, left: EpisodeDetail, right: EpisodeDetail, around: tuple[Pair | None, Pair | None],
                  cell: Cell) -> str:
     """One task's episode in A and in B: the summaries in two columns, then the turns aligned by
     number, what differs in actions and observations marked (A's own parts struck, B's added)."""
     before, after = around
-    e = left.fields
+    e, f = left.fields, right.fields
     nav = [link(pair_url(a, b, before, cell), "← previous flipped task", rel="prev") if before else "",
            link(compare_url(a, b, model=cell[0], strategy=cell[1], task_set=cell[2]), "all pairs"),
            link(pair_url(a, b, after, cell), "next flipped task →", rel="next") if after else "no flipped task after this"]
-    parts = [f"<h1>{esc(e['task_id'])} · epoch {e['epoch']}: A against B</h1>", _sides(a, b),
+    parts = [f"<h1>{esc(e['task_id'])} · epoch {esc(_both(e['epoch'], f['epoch']))}: A against B</h1>", _sides(a, b),
              f'<p class="pair-nav">{" · ".join(p for p in nav if p)} <span class="keys-help">(keys n/p)</span></p>',
-             f"<p>{esc(e['model'])} / {esc(e['strategy'])} / {esc(e['task_set'])}</p>",
-             _summaries(a, b, left.fields, right.fields), "<h2>Task</h2>", folded(e["query"], "query"),
+             f"<p>{esc(_both(*(' / '.join((x['model'], x['strategy'], x['task_set'])) for x in (e, f))))}</p>",
+             _summaries(a, b, e, f), "<h2>Task</h2>", folded(e["query"], "query"),
              f"<h2>Turns, aligned ({len(left.turns)} in A, {len(right.turns)} in B)</h2>",
              _aligned(a, b, left, right)]
     return "\n".join(parts)
+
+
+def _both(in_a: object, in_b: object) -> str:
+    """What A's and B's episodes have: once when it is the same (a pair opened from the list), else each's."""
+    return str(in_a) if in_a == in_b else f"{in_a} in A, {in_b} in B"
 
 
 def _summaries(a: Source, b: Source, x: dict[str, Any], y: dict[str, Any]) -> str:
@@ -114,7 +124,7 @@ def _summaries(a: Source, b: Source, x: dict[str, Any], y: dict[str, Any]) -> st
             row("solved", lambda e: "yes" if e["success"] else "no", "success"),
             row("turns", lambda e: str(e["n_turns"]), "n_turns"),
             row("tokens", lambda e: f"{e['prompt_tokens'] + e['completion_tokens']:,}", "prompt_tokens"),
-            row("cost", lambda e: money(e["cost_usd"]), "cost_usd"),
+            row("cost", lambda e: esc(cost(e["cost_usd"], e["unpriced_calls"])), "cost_usd"),
             row("error", lambda e: esc(e["error"] or "—"), "error"),
             ["episode", link(f"/s/{a.index}/episodes/{x['id']}", f"A's episode {x['id']}"),
              link(f"/s/{b.index}/episodes/{y['id']}", f"B's episode {y['id']}")]]

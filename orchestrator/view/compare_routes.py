@@ -25,6 +25,7 @@ from orchestrator.view import compare_pages
 from orchestrator.view.answers import SOURCES, download, episode_id, html, query_cell, source_of
 from orchestrator.view.lists import FORMATS
 from orchestrator.view.pairs import Pairs, flipped_around, pair_page
+from orchestrator.view.params import add_page
 from orchestrator.view.source import Source, running, token_text
 
 
@@ -37,13 +38,14 @@ class Compared:
 
 COMPARED = web.AppKey("compared", dict[tuple[int, int], Compared])
 COMPARE_SETTINGS = CompareSettings(resamples=2000)
+CELL = ("model", "strategy", "task_set")  # a cell's parts, each a filter of the pairs (empty: any)
 
 
 def setup(app: web.Application) -> None:
     app[COMPARED] = {}
-    app.router.add_get("/compare", comparison)
-    app.router.add_get("/compare/token", compare_token)
-    app.router.add_get("/compare/pair", pair)
+    add_page(app, "/compare", comparison, ("a", "b", *CELL, "flipped", "page", "format"))
+    add_page(app, "/compare/token", compare_token, ("a", "b"))
+    add_page(app, "/compare/pair", pair, ("a", "b", "ea", "eb", *CELL))
 
 
 def _pair_of(request: web.Request) -> tuple[Source, Source]:
@@ -116,6 +118,10 @@ async def pair(request: web.Request) -> web.StreamResponse:
     right = await b.reader.episode_detail(eb)
     if left is None or right is None:
         raise web.HTTPNotFound(text="no such episode")
+    tasks = left.fields["task_id"], right.fields["task_id"]
+    if tasks[0] != tasks[1]:
+        raise ConfigError(f"episode {ea} of A is of task {tasks[0]!r} and episode {eb} of B of task {tasks[1]!r}: "
+                          "a pair is one task's two episodes, and these are of different tasks (open each on its own)")
     compared = await _compared(request, a, b)
     around = flipped_around(compared.pairs, cell, ea, eb)
     return html(request, "side by side", compare_pages.side_by_side(a, b, left, right, around, cell))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from orchestrator.store.episode_query import EpisodeFilter, EpisodePage, EpisodeRow, TaskEpisodes
-from orchestrator.view.layout import esc, folded, link, table, url
+from orchestrator.view.layout import esc, folded, link, plural, table, url
 from orchestrator.view.lists import FORMATS, episode_href, list_table, status_html, task_href
 from orchestrator.view.source import Source
 
@@ -29,7 +29,8 @@ def task_page(source: Source, task_id: str, found: TaskEpisodes, elsewhere: list
     others = [link(task_href(s.index, task_id), s.label) for s in elsewhere]
     return "\n".join([
         f"<h1>Task {esc(task_id)}</h1>",
-        f"<p>{len(found.rows)} episodes in {esc(source.label)}, {solved} solved · download as {downloads}"
+        f"<p>{len(found.rows)} {plural(len(found.rows), 'episode')} in {esc(source.label)}, {solved} solved · "
+        f"download as {downloads}"
         + (f" · the same task in {', '.join(others)}" if others else "") + "</p>",
         folded(found.query, "query"), folded(found.gold, "gold"),
         "<h2>Every model, strategy and epoch</h2>",
@@ -58,7 +59,8 @@ def search_section(source: Source, text: str, found: EpisodePage, snippets: dict
 
 def search_page(text: str, sections: list[str]) -> str:
     form = (f'<form class="filters" method="get" action="/search"><label>words anywhere in an episode (its task, '
-            f'the model\'s outputs, actions, observations)<input name="text" value="{esc(text)}" size="40"></label>'
+            'prompts, the model\'s outputs, actions, observations, error, gold; a OR b, "a phrase", prefix*)'
+            f'<input name="text" value="{esc(text)}" size="40"></label>'
             '<button type="submit">search</button></form>')
     return "\n".join([f"<h1>Search of every store: {esc(text)}</h1>" if text else "<h1>Search of every store</h1>",
                       form, *sections])

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from html import escape
 from urllib.parse import urlencode
 
-from orchestrator.view.assets import CSS_PATH, JS_PATH
+from orchestrator.view.assets import CSS_PATH, ICON_PATH, JS_PATH
 
 FOLD_CHARS, FOLD_LINES = 1200, 24  # longer texts are folded in <details>
 
@@ -36,7 +36,8 @@ def page(title: str, body: str, *, nav: str = "") -> str:
               'aria-label="search every store"></form>')
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-            f"<title>{esc(title)}</title>\n<link rel=\"stylesheet\" href=\"{CSS_PATH}\">\n"
+            f"<title>{esc(title)}</title>\n<link rel=\"icon\" href=\"{ICON_PATH}\" type=\"image/svg+xml\">\n"
+            f"<link rel=\"stylesheet\" href=\"{CSS_PATH}\">\n"
             f"<script src=\"{JS_PATH}\" defer></script>\n</head>\n<body>\n"
             f"<nav class=\"top\"><a href=\"/\">stores</a>{nav}{search}</nav>\n{body}\n</body>\n</html>\n")
 
@@ -101,6 +102,21 @@ def when_html(timestamp: float | None) -> str:
 
 def money(value: float | None) -> str:
     return "unknown" if value is None else f"${value:.4f}"
+
+
+def cost(value: float | None, unpriced: int) -> str:
+    """What an episode's calls cost, where `unpriced` of them had no known price: the cost is then
+    unknown (no call priced) or at least the priced ones' sum."""
+    if not unpriced:
+        return money(value)
+    if value is None:
+        return f"unknown: no price is known for its {unpriced} {plural(unpriced, 'call')}"
+    return f"at least {money(value)}: {unpriced} of its calls had no known price"
+
+
+def plural(count: int, word: str) -> str:
+    """`word` as it follows the number `count` (an English plural in -s; one `word`, two `word`s)."""
+    return word if count == 1 else f"{word}s"
 
 
 def pager(page_no: int, pages: int, href_of: Callable[[int], str]) -> str:

@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from orchestrator.store.episode_query import EpisodeFilter, EpisodeRow, EpisodeTexts
-from orchestrator.store.search_index import words
+from orchestrator.store.search_query import words
 from orchestrator.view.layout import esc, link, money, name, url
 
 FORMATS = ("csv", "json")

@@ -6,8 +6,10 @@ module, so the viewer and report.html always agree; the viewer's own charts are 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from orchestrator.report.summary import FAILURE_CLASSES, CellSummary
-from orchestrator.report.svg import Bar, bar_chart, line_chart
+from orchestrator.report.svg import Bar
 from orchestrator.report.content import (
     KEYS_NOTE,
     ReportContent,
@@ -19,11 +21,10 @@ from orchestrator.report.content import (
     pct,
     reward_key_table,
 )
-from orchestrator.store.chart_data import CellCharts
-from orchestrator.store.episode_query import FAILURE_CLASSES as FILTER_CLASSES
-from orchestrator.store.episode_query import FAILURE_LABELS, SORTS, STATUSES, CellProgress, EpisodeFilter, EpisodePage
+from orchestrator.store.chart_data import CellCharts, CellNumbers
+from orchestrator.store.episode_query import CellProgress, EpisodeFilter, EpisodePage
 from orchestrator.view import charts as ch
-from orchestrator.view.layout import esc, link, money, name, pager, table, url, when
+from orchestrator.view.layout import esc, link, money, name, pager, plural, table, url, when
 from orchestrator.view.lists import FORMATS, list_table
 from orchestrator.view.source import Overview, Source
 
@@ -41,12 +42,13 @@ def overview(source: Source, now: Overview) -> str:
     view, progress = now.snapshot.view, now.progress
     results = view.results
     stored = sum(p.episodes for p in progress)
+    noun = "episodes" if now.planned else plural(stored, "episode")  # "3 of 5 planned episodes", "1 episode"
     last_run = results.runs[-1] if results.runs else None
     run_text = (f"run {last_run.id} <span id=\"run-status\">{esc(last_run.status)}</span> since "
                 f"{when(last_run.started_at)} UTC on {esc(last_run.host)}" if last_run else "no run recorded")
     parts = [f"<h1>Sweep {esc(source.label)}</h1>",
              f"<p><code>{esc(source.path)}</code> · <span id=\"episode-count\">{stored}</span>{_of_planned(now)} "
-             f"episodes stored{esc(cut_text(view.cut_by_budget))} · overall success {pct(view.overall_success)} · "
+             f"{noun} stored{esc(cut_text(view.cut_by_budget))} · overall success {pct(view.overall_success)} · "
              f"{run_text} · {link(f'/s/{source.index}/episodes', 'all episodes')}</p>",
              "<h2>Progress per cell</h2>", _progress_table(source, progress)]
     if now.snapshot.token != now.token:
@@ -113,38 +115,57 @@ def _key_means(view: ReportContent) -> list[str]:
 
 
 def _charts(charts: CellCharts, view: ReportContent) -> list[str]:
+    """The charts in grids that put two or three in a row on a wide window; a line is drawn alike
+    (colour, dash, marker) in every chart of the page."""
     cells = sorted(charts.cells)
-    numbers = [(ch.name(c), charts.cells[c]) for c in cells]
-    timed = [(n, v) for n, v in numbers if v.latency_p50 is not None]
-    parts = ["<h2>Tokens, cost and latency per cell</h2>", '<div class="charts">',
-             ch.hbars("tokens per episode", [(n, v.tokens_per_episode, f"{v.tokens_per_episode:,.0f}") for n, v in numbers],
-                      "chart-tokens"),
-             ch.hbars("cost (priced calls)", [(n, v.cost_usd or 0.0, money(v.cost_usd)) for n, v in numbers],
-                      "chart-cost")]
-    if timed:
-        parts.append(ch.hbars("LLM call latency, median (p95)", [
-            (n, v.latency_p50 or 0.0, f"{v.latency_p50:.2f} s ({v.latency_p95:.2f} s)") for n, v in timed], "chart-latency"))
-    parts.append("</div>")
+    looks = {f"{m} / {s}": i for i, (m, s) in enumerate(sorted({c[:2] for c in cells}))}
     by_set = sorted({c[2] for c in cells})
-    parts += ["<h2>Reward against turn</h2>", "<p>Mean over each cell's episodes of the best reward within the first "
-              "t turns.</p>", '<div class="charts">']
-    parts += [ch.lines(f"{ts}: mean best reward by turn t", "turn t",
-                       [(f"{c[0]} / {c[1]}", charts.reward_by_turn.get(c, [])) for c in cells if c[2] == ts],
-                       f"chart-reward-{i}") for i, ts in enumerate(by_set)]
-    parts += ["</div>", "<h2>Turns to success</h2>", "<p>Solved episodes by the turn at which they were solved.</p>",
-              '<div class="charts">']
+
+    def styles(series: list[tuple[str, list[float]]]) -> list[int]:
+        return [looks.get(label, len(looks) + k) for k, (label, _) in enumerate(series)]
+    reward, solved = [], []
     for i, ts in enumerate(by_set):
-        series = [(f"{c[0]} / {c[1]}", _counts(charts.solved_at.get(c, {}))) for c in cells if c[2] == ts]
+        mine = [c for c in cells if c[2] == ts]
+        series = [(f"{c[0]} / {c[1]}", charts.reward_by_turn.get(c, [])) for c in mine]
+        reward.append(ch.lines(f"{ts}: mean best reward by turn t", "turn t", series, f"chart-reward-{i}",
+                               styles=styles(series)))
+        series = [(f"{c[0]} / {c[1]}", _counts(charts.solved_at.get(c, {}))) for c in mine]
         top = max((v for _, values in series for v in values), default=0)
         if top:
-            parts.append(ch.lines(f"{ts}: episodes solved at turn t", "turn t", series, f"chart-solved-{i}",
-                                  top_value=float(top)))
-    parts += ["</div>", "<h2>Success within a turn budget</h2>"]
-    parts += [line_chart(f"{task_set}: solved within t turns", "turn budget t", curves)
-              for task_set, curves in view.curves.items()]
-    parts.append("<h2>Success rate per model</h2>")
-    parts += [_bar_chart(model, [s for s in view.summaries if s.model == model])
-              for model in sorted({s.model for s in view.summaries})]
+            solved.append(ch.lines(f"{ts}: episodes solved at turn t", "turn t", series, f"chart-solved-{i}",
+                                   top_value=float(top), counts=True, styles=styles(series)))
+    budget = [ch.lines(f"{task_set}: solved within t turns", "turn budget t", curves, f"chart-budget-{i}",
+                       percent=True, styles=styles(curves)) for i, (task_set, curves) in enumerate(view.curves.items())]
+    per_model = [_bar_chart(model, [s for s in view.summaries if s.model == model], f"chart-model-{i}")
+                 for i, model in enumerate(sorted({s.model for s in view.summaries}))]
+    return [*_grid("Tokens, cost and latency per cell", "", _cell_bars(charts, cells)),
+            *_grid("Reward against turn", "Mean over each cell's episodes of the best reward within the first t turns.",
+                   reward),
+            *_grid("Turns to success", "Solved episodes by the turn at which they were solved.", solved),
+            *_grid("Success within a turn budget", "", budget), *_grid("Success rate per model", "", per_model)]
+
+
+def _grid(heading: str, note: str, charts: list[str]) -> list[str]:
+    return [f"<h2>{esc(heading)}</h2>", *([f"<p>{esc(note)}</p>"] if note else []), '<div class="chart-grid">',
+            *charts, "</div>"]
+
+
+def _cell_bars(charts: CellCharts, cells: list[tuple[str, str, str]]) -> list[str]:
+    """Tokens, cost and latency per cell, the cells under a heading per task set."""
+    def groups(bar: Callable[[CellNumbers], tuple[float, str] | None]) -> list[tuple[str, list[ch.Measure]]]:
+        found = []
+        for ts in sorted({c[2] for c in cells}):
+            bars = [(f"{c[0]} / {c[1]}", *shown) for c in cells
+                    if c[2] == ts and (shown := bar(charts.cells[c])) is not None]
+            found += [(ts, bars)] if bars else []
+        return found
+    parts = [ch.hbars("tokens per episode", groups(lambda v: (v.tokens_per_episode, f"{v.tokens_per_episode:,.0f}")),
+                      "chart-tokens"),
+             ch.hbars("cost (priced calls)", groups(lambda v: (v.cost_usd or 0.0, money(v.cost_usd))), "chart-cost")]
+    timed = groups(lambda v: None if v.latency_p50 is None else
+                   (v.latency_p50, f"{v.latency_p50:.2f} s ({v.latency_p95:.2f} s)"))
+    if timed:
+        parts.append(ch.hbars("LLM call latency, median (p95)", timed, "chart-latency"))
     return parts
 
 
@@ -152,33 +173,11 @@ def _counts(solved: dict[int, int]) -> list[float]:
     return [float(solved.get(t, 0)) for t in range(1, max(solved, default=0) + 1)]
 
 
-def _bar_chart(model: str, mine: list[CellSummary]) -> str:
+def _bar_chart(model: str, mine: list[CellSummary], chart_id: str) -> str:
     bars = {(s.task_set, s.strategy): Bar(s.success_rate, s.ci_low, s.ci_high)
             for s in mine if s.success_rate is not None}
-    return bar_chart(f"{model}: success rate", sorted({s.task_set for s in mine}), sorted({s.strategy for s in mine}),
-                     bars)
-
-
-def filter_form(source: Source, flt: EpisodeFilter) -> str:
-    def select(name: str, label: str, options: tuple[str, ...], current: str, labels: dict[str, str]) -> str:
-        items = "".join(f'<option value="{esc(o)}"{" selected" if o == current else ""}>{esc(labels.get(o, o))}</option>'
-                        for o in options)
-        return f'<label>{esc(label)}<select name="{name}">{items}</select></label>'
-
-    def box(name: str, value: str, size: int = 14, label: str = "") -> str:
-        return (f'<label>{esc(label or name.replace("_", " "))}<input name="{name}" value="{esc(value)}" '
-                f'size="{size}"></label>')
-    sort_labels = {s: s.replace("-asc", " (lowest first)").replace("-desc", " (last first)") for s in SORTS}
-    return (f'<form class="filters" method="get" action="/s/{source.index}/episodes">'
-            + box("model", flt.model) + box("strategy", flt.strategy, 10) + box("task_set", flt.task_set, 12)
-            + select("status", "status", ("", *STATUSES), flt.status, {"": "all"})
-            + select("success", "solved", ("", "yes", "no"), flt.success, {"": "all"})
-            + select("failure", "error class", ("", *FILTER_CLASSES), flt.failure, FAILURE_LABELS)
-            + box("min_reward", flt.min_reward, 4) + box("max_reward", flt.max_reward, 4)
-            + box("text", flt.text, 18, "words anywhere in the episode")
-            + select("sort", "order", tuple(SORTS), flt.sort, sort_labels)
-            + (f'<input type="hidden" name="task_id" value="{esc(flt.task_id)}">' if flt.task_id else "")
-            + '<button type="submit">show</button></form>')
+    return ch.bars(f"{model}: success rate", sorted({s.task_set for s in mine}), sorted({s.strategy for s in mine}),
+                   bars, chart_id)
 
 
 def episode_list(source: Source, flt: EpisodeFilter, found: EpisodePage, snippets: dict[int, str], note: str) -> str:
@@ -186,7 +185,8 @@ def episode_list(source: Source, flt: EpisodeFilter, found: EpisodePage, snippet
     downloads = " · ".join(link(url(base, flt.params(format=f)), f.upper(), class_="download") for f in FORMATS)
     return "\n".join([
         f'<p class="warn" id="index-note">{esc(note)}</p>' if note else "",
-        f'<p><span id="match-count">{found.total}</span> episodes match · download the list as {downloads} · '
+        f'<p><span id="match-count">{found.total}</span> {"episode matches" if found.total == 1 else "episodes match"} · '
+        f'download the list as {downloads} · '
         '<span class="keys-help">keys: j/k select, Enter opens, n/p next and previous page</span></p>',
         list_table(source, flt, found.rows, snippets),
         pager(flt.page, found.pages, lambda n: url(base, flt.params(page=n)))])

@@ -7,11 +7,14 @@ from aiohttp import web
 
 from foundation.concurrency import all_of
 from foundation.errors import ConfigError
+from orchestrator.store.episode_export import episode_json, inspect_sample
+from orchestrator.store.export import safe_name
 from orchestrator.store.episode_query import PAGE_SIZE, EpisodeFilter, EpisodePage
 from orchestrator.view import find_pages, pages
 from orchestrator.view.compare_pages import compare_url
 from orchestrator.view.answers import SOURCES, download, episode_id, html, nav, source_of
 from orchestrator.view.episode_page import episode as episode_html
+from orchestrator.view.filters import check_cell, filter_form, store_values
 from orchestrator.view.layout import esc, link, table
 from orchestrator.view.lists import FORMATS, episode_href, snippets
 from orchestrator.view.lists import download as list_download
@@ -55,21 +58,28 @@ def _format(request: web.Request) -> str:
 async def episodes(request: web.Request) -> web.StreamResponse:
     source = source_of(request)
     flt, fmt = EpisodeFilter.from_query(request.query), _format(request)
+    now = await source.token()
+    values = store_values(await source.cells(now))
+    check_cell(flt, values)
     if fmt:
         rows, _ = await source.reader.all_rows(flt)
         return download(*list_download(rows, fmt), f"episodes.{fmt}")
-    now = await source.token()
     found, texts, note = await source.reader.episode_page(flt, texts_of=PAGE_SIZE)
     marks = snippets(texts, flt.text, source.index) if flt.text else {}
     body = pages.episode_list(source, flt, found, marks, note)
     return html(request, f"episodes of {source.label}", body, token_text(now), f"/s/{source.index}/token", nav(source),
-                above=f"<h1>Episodes of {esc(source.label)}</h1>" + pages.filter_form(source, flt),
+                above=f"<h1>Episodes of {esc(source.label)}</h1>" + filter_form(source, flt, values),
                 running=running(now))
+
+
+EPISODE_FORMATS = {"json": (episode_json, ".json"), "inspect": (inspect_sample, ".inspect.json")}
 
 
 async def episode(request: web.Request) -> web.StreamResponse:
     source = source_of(request)
     number = episode_id(request.match_info["episode"], source)
+    if fmt := request.query.get("format", ""):
+        return await _episode_file(source, number, fmt)
     flt = EpisodeFilter.from_query(request.query)
     detail, (before, after) = await source.reader.episode_in_list(number, flt)
     if detail is None:
@@ -78,6 +88,17 @@ async def episode(request: web.Request) -> web.StreamResponse:
               ((before, "← previous episode", "prev"), (after, "next episode →", "next")) if n is not None]
     in_list = f" · {' · '.join(around)} <span class=\"keys-help\">(keys n/p)</span>" if around else ""
     return html(request, f"episode {number}", episode_html(source, detail, in_list), nav=nav(source))
+
+
+async def _episode_file(source: Source, number: int, fmt: str) -> web.StreamResponse:
+    """The episode as a file: everything stored of it as JSON, or as an Inspect sample."""
+    if fmt not in EPISODE_FORMATS:
+        raise ConfigError(f"format must be one of {', '.join(EPISODE_FORMATS)}, not {fmt[:20]!r}")
+    write, suffix = EPISODE_FORMATS[fmt]
+    body = await source.reader.call(lambda db: write(db, number))
+    if body is None:
+        raise web.HTTPNotFound(text=f"no episode {number} in {source.path}")
+    return download(body, "application/json", f"{safe_name(source.label)}-episode-{number}{suffix}")
 
 
 async def task(request: web.Request) -> web.StreamResponse:

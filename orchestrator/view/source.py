@@ -110,6 +110,10 @@ class Source:
         assert self._snapshot is not None
         return self._snapshot
 
+    async def cells(self, token: tuple[Any, ...]) -> list[CellProgress]:
+        """Each cell's progress as of `token` (the store's now), read again only when it moved."""
+        return await self._progress_at(token)
+
     async def aclose(self) -> None:
         # The refresh, if one runs: its error, if it failed, was for a page nobody waits for any more.
         self.keeper.close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import collections
 import contextlib
 import json
 import os
@@ -36,6 +37,7 @@ from tests.unit.test_view import record, viewer, writer
 chromium = test_report_browser.chromium  # the fixture: skips without Chromium, fails under CI=true
 WAIT_S = 10.0  # a guard against hanging, not a speed target (the live page polls every second)
 START_S = 60.0  # Chromium's start on a machine the rest of the suite loads: a guard, not a speed target
+EVENTS_KEPT = 2000  # the latest events of the domains a test enabled (Network.enable: each answer's status)
 
 
 class Browser:
@@ -44,6 +46,7 @@ class Browser:
     def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
         self.ws = ws
         self.next_id = 0
+        self.events: collections.deque[dict[str, Any]] = collections.deque(maxlen=EVENTS_KEPT)  # of enabled domains
 
     @classmethod
     @asynccontextmanager
@@ -79,6 +82,8 @@ class Browser:
         await self.send_only(method, **params)
         while True:
             message = json.loads((await self.ws.receive()).data)
+            if "method" in message:
+                self.events.append(message)
             if message.get("id") == self.next_id:
                 if "navigated or closed" in message.get("error", {}).get("message", ""):
                     raise Navigated(message["error"]["message"])  # the page changed under the command

@@ -87,8 +87,9 @@ async def test_the_overview_shows_the_reports_cells_intervals_and_plots(sweeps):
     assert f'<span id="episode-count">{EPISODES}</span> of <span id="planned">{EPISODES}</span> planned (100.0%)' in page
     assert column(page, "cells", 5) == [ci_text(s) for s in view.summaries]  # the report's own intervals
     assert column(page, "progress", 3) == [str(s.episodes) for s in view.summaries]
-    assert page.count('class="chart">') == len(view.curves) + len({s.model for s in view.summaries})  # the report's
-    for chart in ("tokens", "cost", "latency", "reward-0", "solved-0"):  # the viewer's own
+    models = len({s.model for s in view.summaries})
+    drawn = [f"budget-{i}" for i in range(len(view.curves))] + [f"model-{i}" for i in range(models)]
+    for chart in ("tokens", "cost", "latency", "reward-0", "solved-0", *drawn):  # the report's curves and bars too
         assert f'id="chart-{chart}"' in page
     assert 'id="live"' in page and "http" not in page.split("<body>")[1].replace("http://www.w3.org/2000/svg", "")
 
