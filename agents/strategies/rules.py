@@ -281,7 +281,7 @@ class FencedRules(AnswerRules):
             return turn.observation
         return prompt("react_observation", kind, observation=clip(turn.observation, chars) or "No output")
 
-    plan_style: ClassVar[AnswerStyle] = "fenced"
+    plan_style: ClassVar[AnswerStyle] = "plan"  # a numbered plan: an offline model answers one in this style
     plan_dialogue_limit = DIALOGUE_LIMIT
     pins_plan = True
     runs_every_step = False

@@ -59,7 +59,7 @@ async def episode(task: Task, strategy: str) -> list:
 
 
 @pytest.mark.parametrize("strategy", ["single", "try_again", "react", "plan_solve", "plan_solve_refine",
-                                      "try_again_fenced", "react_fenced", "tools"])
+                                      "try_again_fenced", "react_fenced", "plan_solve_fenced", "tools"])
 async def test_the_oracle_solves_a_list_gold_under_every_strategy_but_single(task, strategy):
     turns = await episode(task, strategy)
     best = max(t.reward for t in turns)
