@@ -171,7 +171,7 @@ CSS += "form.filters select { max-width: 18em; }\n"
 CSS += """
 /* The episode's timeline (timeline.py): a row per turn, a bar per span on the episode's scale. */
 .timeline { margin: .4em 0 1em; } .timeline .small { color: #555; }
-.tl-row { display: grid; grid-template-columns: 4.5em minmax(0, 1fr) minmax(12em, 22em); gap: .6em; align-items: center;
+.tl-row { display: grid; grid-template-columns: 4.5em minmax(0, 1fr) minmax(14em, 26em); gap: .6em; align-items: center;
           margin: 2px 0; }
 .tl-track { display: block; width: 100%; height: 14px; background: #f4f4f4; border: 1px solid #e2e2e2; }
 .tl-key { display: inline-block; width: 20px; height: 14px; margin: 0 .3em 0 .6em; vertical-align: middle; }
