@@ -23,6 +23,7 @@ from orchestrator.store.episode_query import MAX_PAGE, whole_number
 from orchestrator.store.results import Results
 from orchestrator.view import compare_pages
 from orchestrator.view.answers import SOURCES, download, episode_id, html, query_cell, source_of
+from orchestrator.view.filters import CELL_PARTS, check_parts
 from orchestrator.view.lists import FORMATS
 from orchestrator.view.pairs import Pairs, flipped_around, pair_page
 from orchestrator.view.params import add_page
@@ -81,6 +82,8 @@ async def comparison(request: web.Request) -> web.StreamResponse:
     if fmt not in ("", *FORMATS):
         raise ConfigError(f"format must be one of {', '.join(FORMATS)}, not {fmt[:20]!r}")
     compared = await _compared(request, a, b)
+    paired = {part: sorted({getattr(p, part) for p in compared.pairs.all}) for part in CELL_PARTS}
+    check_parts(cell, paired, "the tasks both runs have")
     if fmt:
         return _download(compared.pairs, cell, flipped_only, fmt)
     found = pair_page(compared.pairs, cell, page_no, flipped_only)

@@ -28,10 +28,14 @@ def store_values(cells: Sequence[CellProgress]) -> dict[str, list[str]]:
 
 def check_cell(flt: EpisodeFilter, values: Values) -> None:
     """ConfigError when a part of the filter's cell is a value the store does not have."""
-    for part, many in CELL_PARTS.items():
-        wanted = getattr(flt, part)
+    check_parts((flt.model, flt.strategy, flt.task_set), values)
+
+
+def check_parts(cell: Sequence[str], values: Values, where: str = "this store") -> None:
+    """ConfigError when a part of `cell` (model, strategy, task set; empty: any) is not among `values`."""
+    for (part, many), wanted in zip(CELL_PARTS.items(), cell, strict=True):
         if wanted and wanted not in values[part]:
-            raise ConfigError(f"{part} {wanted[:80]!r} is not in this store: {_hint(wanted, values[part], many)}")
+            raise ConfigError(f"{part} {wanted[:80]!r} is not in {where}: {_hint(wanted, values[part], many)}")
 
 
 def _hint(wanted: str, present: Sequence[str], many: str) -> str:

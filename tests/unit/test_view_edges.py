@@ -90,6 +90,15 @@ async def test_the_cell_filters_are_the_stores_values_and_a_value_it_lacks_is_on
             assert status == 400, query
 
 
+async def test_a_side_by_side_cell_the_runs_lack_is_one_line(two):
+    async with viewer(*two) as (_, client):
+        status, _, page, _ = await answer(client, "/compare?a=0&b=1&model=local-sim")
+        assert status == 400 and "model 'local-sim' is not in the tasks both runs have: did you mean " \
+            f"'{MODEL}'?" in error_line(page), error_line(page)
+        status, _, page, _ = await answer(client, f"/compare?a=0&b=1&model={MODEL}")
+        assert status == 200
+
+
 async def test_unknown_parameters_are_one_line_naming_them_and_every_known_one_still_works(two):
     a, b = two
     async with viewer(a, b) as (_, client):
