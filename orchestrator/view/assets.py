@@ -169,7 +169,7 @@ JS = """
 CSS += "form.filters select { max-width: 18em; }\n"
 
 CSS += """
-/* The episode's timeline (timeline.py): a row per turn, a bar per span on the episode's scale. */
+/* The episode's timeline (episode_timeline.py): a row per turn, a bar per span on the episode's scale. */
 .timeline { margin: .4em 0 1em; } .timeline .small { color: #555; }
 .tl-row { display: grid; grid-template-columns: 4.5em minmax(0, 1fr) minmax(14em, 26em); gap: .6em; align-items: center;
           margin: 2px 0; }

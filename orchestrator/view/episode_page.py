@@ -17,7 +17,7 @@ from orchestrator.view.breakdown import breakdown
 from orchestrator.view.layout import FOLD_CHARS, FOLD_LINES, cost, esc, folded, link, money, plural, table, url, when
 from orchestrator.view.lists import status_html, task_href
 from orchestrator.view.source import Source
-from orchestrator.view.timeline import timeline, words
+from orchestrator.view.episode_timeline import timeline, words
 
 
 def episode(source: Source, detail: EpisodeDetail, neighbours: str = "") -> str:
