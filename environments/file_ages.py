@@ -16,6 +16,10 @@ reset or an action writes later get the kernel's time, fresh, as they did in the
 file's ctime can't be set: it is the moment of aging. The pool's reset restores every mtime, so
 a leased container comes back as the image made it.
 
+The base's own files (`base`: the system's logs) came from layers older than any set-up; they are
+dated `base_ns` before the anchor, their spread kept, whether or not the file system's ages are known
+(orchestrator/fidelity/replay_context.py, BASE).
+
 It travels in the task (`Task.meta["file_ages"]`): the gold cache keys by the task, so golds of
 another context are never mixed with these.
 """
@@ -38,13 +42,17 @@ TIMEOUT = 60.0
 SCRIPT = r"""
 import json, os, sys
 args = json.loads(sys.argv[1])
-paths = []
-for root in args["roots"]:
-    if os.path.lexists(root):
-        paths.append(root)
-        for parent, dirs, files in os.walk(root):
-            paths.extend(os.path.join(parent, name) for name in dirs + files)
-stats = {path: os.lstat(path) for path in paths}
+
+def walk(roots):
+    paths = []
+    for root in roots:
+        if os.path.lexists(root):
+            paths.append(root)
+            for parent, dirs, files in os.walk(root):
+                paths.extend(os.path.join(parent, name) for name in dirs + files)
+    return {path: os.lstat(path) for path in paths}
+
+stats = walk(args["roots"])
 if stats:
     newest = max(st.st_mtime_ns for st in stats.values())
     built = args["anchor_ns"] - args["built_ns"]
@@ -57,30 +65,40 @@ if stats:
         else:
             atime, mtime = built, st.st_mtime_ns + args["shift_ns"]
         os.utime(path, ns=(atime, mtime), follow_symlinks=False)
-print(len(stats))
+base = {} if args["atimes_only"] else walk(args["base"])
+if base:  # the base's own files: base_ns old, their spread kept
+    newest = max(st.st_mtime_ns for st in base.values())
+    for path, st in base.items():
+        when = args["anchor_ns"] - args["base_ns"] - (newest - st.st_mtime_ns)
+        os.utime(path, ns=(when, when), follow_symlinks=False)
+print(len(stats) + len(base))
 """
 
 
 @dataclass(frozen=True)
 class FileAges:
     """Ages to give a file system's files, at `anchor_ns` (epoch nanoseconds): the build's files
-    `built_ns` old, the explicitly dated ones moved by `shift_ns`."""
+    `built_ns` old, the explicitly dated ones moved by `shift_ns`; and the base's own files (under
+    `base`: the system's logs) `base_ns` old. No roots: only the base's files are dated."""
 
     roots: tuple[str, ...]
     anchor_ns: int
     built_ns: int
     shift_ns: int
+    base: tuple[str, ...] = ()
+    base_ns: int = 0
 
     def as_meta(self) -> dict[str, Any]:
         return {"roots": list(self.roots), "anchor_ns": self.anchor_ns, "built_ns": self.built_ns,
-                "shift_ns": self.shift_ns}
+                "shift_ns": self.shift_ns, "base": list(self.base), "base_ns": self.base_ns}
 
     @classmethod
     def of(cls, task: Task) -> FileAges | None:
         value = task.meta.get(META)
         if not isinstance(value, dict):
             return None
-        return cls(tuple(value["roots"]), int(value["anchor_ns"]), int(value["built_ns"]), int(value["shift_ns"]))
+        return cls(tuple(value["roots"]), int(value["anchor_ns"]), int(value["built_ns"]), int(value["shift_ns"]),
+                   tuple(value.get("base", ())), int(value.get("base_ns", 0)))
 
 
 async def age_files(sandbox: Sandbox, task: Task, *, atimes_only: bool = False) -> None:
@@ -104,7 +122,7 @@ async def age_repository(sandbox: Sandbox, task: Task, workdir: str) -> None:
     await age_files(sandbox, task)
     # Its exit status says whether entries needed an update: that is what it is run for.
     await sandbox.exec(["git", "update-index", "-q", "--refresh"], cwd=workdir, timeout=TIMEOUT)
-    if FileAges.of(task) is not None:
+    if (ages := FileAges.of(task)) is not None and ages.roots:
         await age_files(sandbox, task, atimes_only=True)
         await _checked(sandbox, ["git", "config", "core.trustctime", "false"], workdir, "configure git")
 

@@ -42,6 +42,15 @@ from tasks import DATASETS, Task
 MIN_AGAINST = 3  # observations against the dataset's file system before another is chosen
 LATEST = timedelta(days=365)  # dates further after the build are an agent's `touch -t`, not the clock
 DATASET, INFERRED = "dataset", "inferred"
+# The base's own files: the system's logs, written when the OS and its packages were installed. The
+# original's images installed them in a layer all four file systems share, built (and cached) before
+# any file system's set-up, from an Ubuntu base older still. Every fs1 recording that asks their age
+# saw them older than a day (`find /var/log -mtime +1` lists the apt logs in GPT-4's and
+# text-davinci-003's, days and weeks apart); ours are as old as the machine's cached layer (hours,
+# or nothing in a fresh build). They are dated BASE_AGE before the replay, or a day before its build
+# if that is older. Read from observations, never rewards, as the rest of the context.
+BASE = ("/var/log",)
+BASE_AGE = timedelta(days=30)
 
 
 @dataclass(frozen=True)
@@ -71,16 +80,27 @@ class ReplayContext:
     anchor_ns: int = 0  # the replay's moment the ages hold at: one per run, shared by gold and agent
 
     def describe(self) -> str:
-        return f"{Path(self.source).name}: {self.container_evidence}; {self.clock_evidence}"
+        days = self.base_age.days
+        return (f"{Path(self.source).name}: {self.container_evidence}; {self.clock_evidence}; the system's logs "
+                f"({', '.join(BASE)}) {days} days old")
+
+    @property
+    def base_age(self) -> timedelta:
+        """How old the base's own files are made: BASE_AGE, or a day more than the build if older."""
+        return max(BASE_AGE, self.clock.age + timedelta(days=1)) if self.clock else BASE_AGE
 
     def apply(self, task: Task) -> Task:
         """The task as it ran in the recording: in the context's image, its files aged."""
         if task.dataset != self.dataset:
             return task
         meta: dict[str, Any] = dict(task.meta)
+        base_ns = _ns(self.base_age)
         if self.clock is not None:
             shift = self.anchor_ns - round(self.clock.recorded.timestamp() * 10**9)  # the recording's clock to ours
-            meta[META] = FileAges(self.roots, self.anchor_ns, _ns(self.clock.age), shift).as_meta()
+            ages = FileAges(self.roots, self.anchor_ns, _ns(self.clock.age), shift, BASE, base_ns)
+        else:  # the file system's files keep our image's ages; the base's are as old as there
+            ages = FileAges((), self.anchor_ns, 0, 0, BASE, base_ns)
+        meta[META] = ages.as_meta()
         return replace(task, image=DATASETS[self.ran_in].image, meta=meta)
 
 

@@ -93,3 +93,27 @@ def test_the_context_is_the_same_whatever_the_rewards(tmp_path: Path, data_dir: 
         path.write_text(json.dumps(raw))
         contexts.append(replace(context_of(path, data_dir), source=""))
     assert contexts[0] == contexts[1] == replace(context_of(source, data_dir), source="")
+
+
+def test_the_bases_own_logs_are_dated_old_whether_or_not_the_file_ages_are_known(data_dir: Path) -> None:
+    """The system's logs came from layers older than any file system's set-up: every fs1 recording
+    that asks (`find /var/log -mtime +1`) lists them as older than a day. A fresh image's are
+    minutes old, so they are dated BASE_AGE back in every context, even one whose ages are unknown."""
+    from datetime import timedelta
+
+    from environments.file_ages import FileAges
+    from orchestrator.fidelity.replay_context import BASE, BASE_AGE, Clock
+    from tasks import load_tasks
+
+    unknown = context_of(data_dir / "trajectories" / "bash" / "ic_bash_multiturn_gpt-4_10_turns_fs_1.json", data_dir)
+    task = load_tasks("nl2bash-fs1", data_dir=data_dir)[46]
+    ages = FileAges.of(unknown.apply(task))
+    assert unknown.clock is None and ages is not None
+    assert (ages.roots, ages.base, ages.base_ns) == ((), BASE, int(BASE_AGE.total_seconds()) * 10**9)
+    known = context_of(data_dir / SHARED_FS3, data_dir)
+    aged = FileAges.of(known.apply(load_tasks("nl2bash-fs3", data_dir=data_dir)[0]))
+    assert aged is not None and aged.roots and aged.built_ns > 0 and aged.base_ns == ages.base_ns
+    assert known.clock is not None
+    older = replace(known, clock=Clock(known.clock.built, known.clock.built + timedelta(days=40), 2))
+    oldest = FileAges.of(older.apply(load_tasks("nl2bash-fs3", data_dir=data_dir)[0]))
+    assert oldest is not None and oldest.base_ns == 41 * 86400 * 10**9, "a day older than a build older still"
