@@ -22,6 +22,8 @@ from foundation.errors import EngineUnavailable, ImageError
 TAIL_LINES = 15  # output lines shown when a step fails
 BUILD_TIMEOUT = 3600.0  # seconds a build may take unless its spec says (the SQL image's load takes minutes)
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # the engine colours a step's stderr
+ERR_ON, ERR_OFF = "\x1b[91m", "\x1b[0m"  # how: the start and end of what the step wrote to stderr
+ENGINE_COLOUR = re.compile("(\x1b\\[91m|\x1b\\[0m)")
 APT_ERROR = re.compile(r"(?<![\w])E: ")
 BOOKKEEPING = re.compile(r"^ ---> |^Removing intermediate container |^Successfully (built|tagged) ")
 
@@ -87,7 +89,8 @@ class _Watcher:
         self.step: str | None = None
         self.tail: deque[str] = deque(maxlen=TAIL_LINES)
         self.image_id: str | None = None
-        self.partial = ""  # output after the last line's end, until the rest arrives
+        self.partial = {False: "", True: ""}  # stdout's and stderr's output after their last line's end
+        self.in_stderr = False  # the engine wraps a step's stderr in ERR_ON ... ERR_OFF
 
     def feed(self, item: dict[str, Any]) -> None:
         if "error" in item:  # aiodocker normally raises first; kept in case it does not
@@ -99,11 +102,15 @@ class _Watcher:
                 self._line(ANSI.sub("", str(item["status"])).rstrip())
             return
         # A step's output arrives in pieces that need not end at a line's end (apt writes its
-        # coloured "E" and the rest of the line apart): lines are cut where the text says.
-        self.partial += str(item["stream"])
-        *lines, self.partial = self.partial.split("\n")
-        for text in lines:
-            self._flush(text)
+        # "E" and the rest of the line apart, and stdout may come between them): each stream's
+        # lines are cut where its own text says.
+        for piece in ENGINE_COLOUR.split(str(item["stream"])):
+            if piece in (ERR_ON, ERR_OFF):
+                self.in_stderr = piece == ERR_ON
+                continue
+            *lines, self.partial[self.in_stderr] = (self.partial[self.in_stderr] + piece).split("\n")
+            for text in lines:
+                self._flush(text)
 
     def _flush(self, text: str) -> None:
         for piece in ANSI.sub("", text).splitlines():
@@ -121,9 +128,10 @@ class _Watcher:
         self.progress(Line(self.image, text, detail=True))
 
     def failure(self, message: str) -> ImageError:
-        if self.partial:
-            self._flush(self.partial)
-            self.partial = ""
+        for stream, rest in self.partial.items():
+            if rest:
+                self._flush(rest)
+                self.partial[stream] = ""
         for text in self.tail:
             self.progress(Line(self.image, f"| {text}"))
         where = f" at {_shorten(self.step, 100)}" if self.step else ""

@@ -34,3 +34,15 @@ def test_an_error_line_after_an_unended_progress_line_is_found():
     watcher.feed({"stream": "E: Unable to locate package nope\n"})
     error = watcher.failure("The command '/bin/sh -c apt-get install -y nope' returned a non-zero code: 100")
     assert str(error).endswith("the command exited with 100 (E: Unable to locate package nope)")
+
+
+def test_apts_e_and_the_rest_of_its_line_are_joined_though_stdout_comes_between():
+    """The engine wraps a step's stderr in its colour: apt's "E" and ": Unable ..." written apart,
+    with a stdout line between them (as a loaded CI machine delivered it), are one stderr line."""
+    watcher = _Watcher("task-src", lambda line: None)
+    for piece in ["Step 2/3 : RUN apt-get install -y nope\n", "Building dependency tree...",
+                  "\x1b[91mE\x1b[0m", "\n", "Reading state information...\n",
+                  "\x1b[91m: Unable to locate package nope\n\x1b[0m"]:
+        watcher.feed({"stream": piece})
+    error = watcher.failure("The command '/bin/sh -c apt-get install -y nope' returned a non-zero code: 100")
+    assert str(error).endswith("the command exited with 100 (E: Unable to locate package nope)"), str(error)
