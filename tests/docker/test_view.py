@@ -177,9 +177,11 @@ async def test_two_runs_side_by_side_list_flipped_tasks_first(sweeps):
 async def test_the_viewer_never_writes(sweeps):
     a, b = sweeps
     before = {p: sha256(p / "results.db") for p in (a, b)}
+    (task,) = rows(a, "SELECT task_id FROM episodes WHERE id = 1")
+    eb = rows(b, "SELECT min(id) FROM episodes WHERE task_id = ?", task)[0][0]  # a pair is of one task
     async with viewer(a, b) as (_, client):
         for path in ("/", "/s/0", "/s/1/episodes?sort=reward", "/s/0/episodes/1", "/compare?a=0&b=1",
-                     "/compare/pair?a=0&b=1&ea=1&eb=1"):
+                     f"/compare/pair?a=0&b=1&ea=1&eb={eb}"):
             await get(client, path)
     with pytest.raises(ConfigError, match="cannot be read"):
         await Source.open(0, a).reader.call(lambda db: db.execute("DELETE FROM episodes"))
