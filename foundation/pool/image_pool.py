@@ -64,7 +64,8 @@ class ImagePool:
     def counts(self) -> dict[str, int]:
         by_state = {state.value: 0 for state in ContainerState if state is not ContainerState.REMOVED}
         for member in self.members.values():
-            by_state[member.state.value] += 1
+            if member.state is not ContainerState.REMOVED:  # removed, its retirement not yet resumed to forget it
+                by_state[member.state.value] += 1
         by_state["warming"] += self.creating
         return by_state
 

@@ -7,6 +7,7 @@ the next pool start on the same host finds its containers by label and removes t
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 from collections.abc import Callable
@@ -94,14 +95,26 @@ async def remove_networks(docker: aiodocker.Docker, which: Callable[[str, dict[s
     return len(picked)
 
 
+ENDPOINTS_WAIT = 10.0  # seconds a network's endpoints may take to go with containers being removed
+
+
 async def remove_network_quietly(docker: aiodocker.Docker, network: str) -> None:
-    """Remove a network; one already gone is not an error. SandboxError when it can't be."""
-    try:
-        async with engine_call("remove a network"):
-            await (await docker.networks.get(network)).delete()
-    except aiodocker.DockerError as exc:
-        if exc.status != 404:
-            raise SandboxError(f"could not remove network {network[:40]}: {exc.message}") from exc
+    """Remove a network; one already gone is not an error. A network whose containers are still
+    being removed (a removal in progress elsewhere answers 409 and returns at once) keeps their
+    endpoints a moment: it is tried again for up to ENDPOINTS_WAIT. SandboxError when it can't be."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + ENDPOINTS_WAIT
+    while True:
+        try:
+            async with engine_call("remove a network"):
+                await (await docker.networks.get(network)).delete()
+            return
+        except aiodocker.DockerError as exc:
+            if exc.status == 404:
+                return
+            if "active endpoints" not in str(exc.message) or loop.time() > deadline:
+                raise SandboxError(f"could not remove network {network[:40]}: {exc.message}") from exc
+        await asyncio.sleep(0.2)  # between two attempts, while the removals finish
 
 
 async def remove_quietly(docker: aiodocker.Docker, container_id: str) -> None:
