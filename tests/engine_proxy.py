@@ -36,6 +36,9 @@ class HangingProxy:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="hanging-proxy", daemon=True)
         self._server: asyncio.AbstractServer | None = None
+        # Each connection's task, held here: the stream protocol lets go of it when its client goes,
+        # and a pending task nobody holds is collected with its sockets open. close() ends them all.
+        self._connections: set[asyncio.Task[None]] = set()
 
     def start(self) -> None:
         self._thread.start()
@@ -52,16 +55,13 @@ class HangingProxy:
             if self._server is not None:
                 self._server.close()
                 await self._server.wait_closed()
-            # A connection accepted just before the close gets its task a moment later: end tasks
-            # until no new one appears (one left pending would be collected with its sockets open).
-            for _ in range(100):
-                await asyncio.sleep(0.01)
-                tasks = asyncio.all_tasks() - {asyncio.current_task()}
-                if not tasks:
-                    break
-                for task in tasks:
+            await asyncio.sleep(0.05)  # a connection accepted just before the close starts its task
+            while self._connections:
+                pending = list(self._connections)
+                for task in pending:
                     task.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
+                await asyncio.gather(*pending, return_exceptions=True)
+                self._connections.difference_update(pending)
         asyncio.run_coroutine_threadsafe(shut(), self._loop).result(30)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
@@ -69,6 +69,15 @@ class HangingProxy:
         self.socket.unlink(missing_ok=True)
 
     async def _serve(self, client_in: asyncio.StreamReader, client_out: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        try:
+            await self._relay(client_in, client_out)
+        finally:
+            self._connections.discard(task)
+
+    async def _relay(self, client_in: asyncio.StreamReader, client_out: asyncio.StreamWriter) -> None:
         try:
             engine_in, engine_out = await asyncio.open_unix_connection(str(self.upstream))
         except OSError:
