@@ -164,6 +164,7 @@ class LLMClient:
 
     def _before_sleep(self, model: str, gate: ModelGate, state: tenacity.RetryCallState) -> None:
         gate.stats.retries += 1
+        gate.stats.backoff_s += state.upcoming_sleep
         exc = state.outcome.exception() if state.outcome else None
         log.info("llm_retry", model=model, attempt=state.attempt_number, wait=round(state.upcoming_sleep, 3),
                  kind=getattr(exc, "kind", None), reason=getattr(exc, "reason", repr(exc)))

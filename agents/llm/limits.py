@@ -39,6 +39,7 @@ class ModelStats:
     succeeded: int = 0
     failed: int = 0
     retries: int = 0
+    backoff_s: float = 0.0  # the waits chosen before retries (Retry-After or the policy's backoff), summed
     rate_limited: int = 0  # 429s seen
     concurrency_limit: int = 0
 

@@ -50,4 +50,4 @@ async def test_100_episodes_under_120_rpm_all_complete(docker: aiodocker.Docker)
     assert (stats.succeeded, stats.failed, stats.in_flight, stats.waiting) == (100, 0, 0, 0)
     assert stats.rate_limited <= 2  # paced by the client, so the provider barely ever refuses
     assert len(server.requests) == 100 + stats.rate_limited
-    assert 40 < elapsed < 90, elapsed
+    assert 40 < elapsed < 150, elapsed  # paced to the rpm, not run one by one (the upper bound leaves room for load)

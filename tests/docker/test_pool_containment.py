@@ -39,7 +39,7 @@ async def test_sleep_is_killed_at_the_timeout(pool, fs1_image):
         result = await sandbox.run("echo before; sleep 1000; echo after", timeout=1)
         assert result.timed_out and not result.ok
         assert result.output.startswith("before") and "after" not in result.output
-        assert result.elapsed < 2.5
+        assert result.elapsed < 10  # the timeout's 1 s, not the sleep's 1000 (a loaded machine adds seconds)
         assert "sleep 1000" not in (await sandbox.run(ALIVE)).output, "the whole process group is killed"
     await assert_recovered(pool, fs1_image)
 
@@ -51,7 +51,7 @@ async def test_yes_flood_is_capped(pool, fs1_image):
         assert result.omitted > 0
         assert f"[output truncated: {result.omitted} bytes omitted]" in result.output
         assert len(result.output.encode()) < 64 * 1024 + 100
-        assert result.elapsed < 3, "a flood is stopped before the timeout"
+        assert not result.timed_out, "a flood is stopped before the timeout"
         capped = await sandbox.run("seq 1 100000", cap=1000)
         assert capped.exit_code == 0 and capped.output.startswith("1\n2\n") and capped.omitted == len(
             "".join(f"{i}\n" for i in range(1, 100001))) - 1000

@@ -57,7 +57,7 @@ async def test_runaway_code_is_killed_and_the_interpreter_restarted(pool) -> Non
         run = await sandbox.python(["while True: pass", "print('never')"], timeout=1)
         looped, skipped = run.results
         assert looped.timed_out and looped.raised and "timed out after 1 s" in looped.error
-        assert looped.elapsed < 2
+        assert looped.elapsed < 10  # the timeout's 1 s, not forever
         assert skipped.raised and "not run" in skipped.error
         again = await sandbox.python(["print(x)"])
         assert again.restarted, "the next call says the interpreter is a new one"

