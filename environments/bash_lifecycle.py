@@ -30,6 +30,7 @@ from environments.bash import (
     split_action,
 )
 from environments.file_ages import age_repository
+from environments.original_host import ADDRESSES, MODULES
 from environments.runtime import default_pool_config
 from foundation.engine import engine_deadline
 from foundation.errors import SandboxError
@@ -38,9 +39,9 @@ from tasks import Task
 
 LEAKY_RESET = "git reset --hard; git clean -fd;"
 AS_RECORDED = "-as-recorded"  # the image's second name, whose containers have hosts of their own
-# The original's two containers on Docker's default bridge, in the order its BashEnv made them
-# (the agent's, then the gold's): the addresses /etc/hosts gives their host names.
-ADDRESSES = ("172.17.0.2", "172.17.0.3")
+# The original host's kernel modules: a tmpfs over /sys/module holds a directory for each (their
+# files are the kernel's, and unknown), in place of this machine's.
+SYS_MODULE = "/sys/module"
 
 
 class OriginalLifecycleBashEnv(BashEnv):
@@ -61,6 +62,14 @@ class OriginalLifecycleBashEnv(BashEnv):
                 # output and the agent's (the recordings print `HOSTNAME=8191dc145a2a`, 172.17.0.2).
                 await sandbox.exec(["/bin/sh", "-c", f'echo "{address}\t$(hostname)" >> /etc/hosts'], cwd="/",
                                    timeout=GOLD_TIMEOUT)
+                # The original host's kernel, as far as /sys/module goes: `find -name '*php'` from `/`
+                # met its `acpiphp` (environments/original_host.py).
+                made = await sandbox.exec(["mkdir", "-p", *(f"{SYS_MODULE}/{name}" for name in MODULES)], cwd="/",
+                                          timeout=GOLD_TIMEOUT)
+                if made.exit_code != 0:
+                    raise SandboxError(f"could not give {SYS_MODULE} the original host's modules: "
+                                       f"{made.output.strip()[-200:]}", container_id=sandbox.container_id,
+                                       image=sandbox.image)
                 # A container's files have other inodes and ctimes than the build that indexed them,
                 # and git's first reset would rewrite them all (to 0644/0755, stamped now). The
                 # original's containers, made from the very layer that was committed, had a valid
@@ -72,7 +81,8 @@ class OriginalLifecycleBashEnv(BashEnv):
 
     async def _as_recorded(self, image: str) -> str:
         """`image` under a second name whose containers are named as the original's were: each its
-        own host, named by its container id (Docker's default), where ours share `intercode`."""
+        own host, named by its container id (Docker's default), where ours share `intercode`; and
+        whose /sys/module is a tmpfs, for the original host's modules."""
         twin = f"{image}{AS_RECORDED}"
         docker, pool = self.runtime.docker, self.runtime.pool
         if docker is None or not isinstance(pool, Pool):
@@ -80,8 +90,8 @@ class OriginalLifecycleBashEnv(BashEnv):
         async with engine_deadline(f"tag image {image}"):
             await docker.images.tag(f"{image}:latest", twin, tag="latest")
         config = default_pool_config(image)
-        pool.configure(twin, config.model_copy(update={
-            "hardening": config.hardening.model_copy(update={"hostname": ""})}))
+        pool.configure(twin, config.model_copy(update={"hardening": config.hardening.model_copy(update={
+            "hostname": "", "tmpfs": {**config.hardening.tmpfs, SYS_MODULE: "rw,nosuid,nodev,noexec,mode=755"}})}))
         return twin
 
     async def _leaky_reset(self, sandbox: Sandbox, task: Task, role: str) -> None:

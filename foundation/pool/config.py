@@ -31,6 +31,8 @@ class Hardening(BaseModel):
     binds: list[str] = Field(default_factory=list, description="Host directories mounted into the container, "
                              "as the engine writes them (`HOST:CONTAINER:ro`): an installed agent's files and the "
                              "socket of its LLM gateway, which need no network.")
+    tmpfs: dict[str, str] = Field(default_factory=dict, description="Paths in the container given an empty tmpfs of "
+                                  "their own, each with its mount options (`rw,mode=755`), as `docker run --tmpfs`.")
 
 
 class ServiceHealth(BaseModel):

@@ -182,6 +182,8 @@ def container_config(image: str, hardening: Hardening, labels: dict[str, str], d
         host_config["Dns"] = ["127.0.0.1"]
     if hardening.binds:
         host_config["Binds"] = list(hardening.binds)
+    if hardening.tmpfs:
+        host_config["Tmpfs"] = dict(hardening.tmpfs)
     storage_opt = disk.storage_opt(hardening.disk_mb) if disk is not None else None
     if storage_opt:
         host_config["StorageOpt"] = storage_opt
