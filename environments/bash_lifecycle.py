@@ -19,7 +19,10 @@ new instance, that is with new containers.
 
 from __future__ import annotations
 
+import hashlib
+import tempfile
 from contextlib import AsyncExitStack
+from pathlib import Path
 from typing import Any
 
 from environments.bash import (
@@ -30,7 +33,7 @@ from environments.bash import (
     split_action,
 )
 from environments.file_ages import age_repository
-from environments.original_host import ADDRESSES, MODULES
+from environments.original_host import ADDRESSES, MODULES, PROC
 from environments.runtime import default_pool_config
 from foundation.engine import engine_deadline
 from foundation.errors import SandboxError
@@ -42,11 +45,18 @@ AS_RECORDED = "-as-recorded"  # the image's second name, whose containers have h
 # The original host's kernel modules: a tmpfs over /sys/module holds a directory for each (their
 # files are the kernel's, and unknown), in place of this machine's.
 SYS_MODULE = "/sys/module"
+HOST = "-original-host"  # the twin's name, further, when its containers see the original's machine
 
 
 class OriginalLifecycleBashEnv(BashEnv):
-    def __init__(self, runtime: Any) -> None:
+    """`original_host`: the containers see the original's machine where the recordings show it
+    (its kernel's modules, its uptime and load: environments/original_host.py), as a replay of its
+    recordings wants; off, this machine's, as the differential harness wants, whose original side
+    runs here."""
+
+    def __init__(self, runtime: Any, *, original_host: bool = False) -> None:
         super().__init__(runtime)
+        self.original_host = original_host
         self._containers: dict[str, tuple[Sandbox, Sandbox]] = {}  # image -> (agent, gold)
         self._held = AsyncExitStack()
 
@@ -62,14 +72,8 @@ class OriginalLifecycleBashEnv(BashEnv):
                 # output and the agent's (the recordings print `HOSTNAME=8191dc145a2a`, 172.17.0.2).
                 await sandbox.exec(["/bin/sh", "-c", f'echo "{address}\t$(hostname)" >> /etc/hosts'], cwd="/",
                                    timeout=GOLD_TIMEOUT)
-                # The original host's kernel, as far as /sys/module goes: `find -name '*php'` from `/`
-                # met its `acpiphp` (environments/original_host.py).
-                made = await sandbox.exec(["mkdir", "-p", *(f"{SYS_MODULE}/{name}" for name in MODULES)], cwd="/",
-                                          timeout=GOLD_TIMEOUT)
-                if made.exit_code != 0:
-                    raise SandboxError(f"could not give {SYS_MODULE} the original host's modules: "
-                                       f"{made.output.strip()[-200:]}", container_id=sandbox.container_id,
-                                       image=sandbox.image)
+                if self.original_host:
+                    await _give_modules(sandbox)
                 # A container's files have other inodes and ctimes than the build that indexed them,
                 # and git's first reset would rewrite them all (to 0644/0755, stamped now). The
                 # original's containers, made from the very layer that was committed, had a valid
@@ -83,15 +87,18 @@ class OriginalLifecycleBashEnv(BashEnv):
         """`image` under a second name whose containers are named as the original's were: each its
         own host, named by its container id (Docker's default), where ours share `intercode`; and
         whose /sys/module is a tmpfs, for the original host's modules."""
-        twin = f"{image}{AS_RECORDED}"
+        twin = f"{image}{AS_RECORDED}{HOST if self.original_host else ''}"
         docker, pool = self.runtime.docker, self.runtime.pool
         if docker is None or not isinstance(pool, Pool):
             raise SandboxError("the original's container lifecycle needs Docker's pool", image=image)
         async with engine_deadline(f"tag image {image}"):
             await docker.images.tag(f"{image}:latest", twin, tag="latest")
         config = default_pool_config(image)
-        pool.configure(twin, config.model_copy(update={"hardening": config.hardening.model_copy(update={
-            "hostname": "", "tmpfs": {**config.hardening.tmpfs, SYS_MODULE: "rw,nosuid,nodev,noexec,mode=755"}})}))
+        hardening: dict[str, Any] = {"hostname": ""}
+        if self.original_host:
+            hardening["tmpfs"] = {**config.hardening.tmpfs, SYS_MODULE: "rw,nosuid,nodev,noexec,mode=755"}
+            hardening["binds"] = [*config.hardening.binds, *_proc_binds()]
+        pool.configure(twin, config.model_copy(update={"hardening": config.hardening.model_copy(update=hardening)}))
         return twin
 
     async def _leaky_reset(self, sandbox: Sandbox, task: Task, role: str) -> None:
@@ -132,3 +139,30 @@ class OriginalLifecycleBashEnv(BashEnv):
         changes = await self.changes(sandbox, self.strict)
         hashes = {path: await self.hash(sandbox, path, self.strict) for path, _ in changes}
         return BashGold(output, {mode: changes}, {mode: hashes})
+
+
+async def _give_modules(sandbox: Sandbox) -> None:
+    """The original host's kernel, as far as /sys/module goes: `find -name '*php'` from `/` met its
+    `acpiphp` (environments/original_host.py). A directory each; their files are the kernel's."""
+    made = await sandbox.exec(["mkdir", "-p", *(f"{SYS_MODULE}/{name}" for name in MODULES)], cwd="/",
+                              timeout=GOLD_TIMEOUT)
+    if made.exit_code != 0:
+        raise SandboxError(f"could not give {SYS_MODULE} the original host's modules: {made.output.strip()[-200:]}",
+                           container_id=sandbox.container_id, image=sandbox.image)
+
+
+def _proc_binds() -> list[str]:
+    """Binds of the original host's /proc files (environments/original_host.py): each written, once,
+    to a file of this machine named by its content, and mounted read-only over the container's (the
+    engine allows these /proc files to be mounted over, as LXCFS does)."""
+    binds = []
+    for target, text in PROC.items():
+        digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+        source = Path(tempfile.gettempdir()) / "intercode-original-host" / f"{Path(target).name}-{digest}"
+        if not source.exists():
+            source.parent.mkdir(parents=True, exist_ok=True)
+            partial = source.with_suffix(".partial")
+            partial.write_text(text)
+            partial.replace(source)
+        binds.append(f"{source}:{target}:ro")
+    return binds

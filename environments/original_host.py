@@ -35,3 +35,16 @@ MODULES = tuple("""
     vmw_vsock_virtio_transport_common vsock vt vxlan workqueue xen xen_blkfront xen_gntalloc
     xen_gntdev xen_kbdfront xen_netfront xen_privcmd xfrm_algo xfrm_user xt_recent xz_dec
 """.split())
+
+# What /proc said of the original host's uptime and load (`uptime`, `w`, /proc/loadavg read them). At
+# fs4 #25 GPT-4 read the load from /proc/loadavg (0.03) and then as `uptime | awk '{print $10}'`
+# (0.03 again): the tenth field of `uptime` is the first load average only when the host has been
+# up a day or more ("up 2 days,  4:46,"). The gold, `w | head -n 1 | awk '{print $NF}'`, printed the
+# fifteen-minute average, which differed (the turn scored 0 on output). This machine's kernel says
+# its own: up a few hours, `$10` is the fifteen-minute average, and the agent matched the gold.
+# The replay gives its containers these two files, read-only; the loads are the recording's
+# first minute's (0.03) and values below it, the process counts made up (nothing read them).
+PROC = {
+    "/proc/uptime": "190000.00 370000.00\n",  # up 2 days, 4:46
+    "/proc/loadavg": "0.03 0.02 0.00 1/120 4242\n",
+}

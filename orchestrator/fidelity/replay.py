@@ -136,7 +136,7 @@ async def replay_recordings(runtime: Runtime, finder: TaskFinder, episodes: list
                        on_episode=on_episode).run(_drain(queue))
 
     async def in_one_harness(file_episodes: list[Episode]) -> None:
-        await Replayer(lambda: OriginalLifecycleBashEnv(runtime), finder, out, history=True,
+        await Replayer(lambda: OriginalLifecycleBashEnv(runtime, original_host=True), finder, out, history=True,
                        on_episode=on_episode).run(file_episodes)
 
     async with asyncio.TaskGroup() as group:

@@ -65,6 +65,27 @@ async def test_the_original_lifecycle_runs_the_gold_again_for_every_score(runtim
     assert cached == ["1", "1", "1"]
 
 
+# fs1 #21's gold from `/`, and fs4 #25's: the first meets the original host's `acpiphp` module; the
+# second's $NF is the fifteen-minute load, the tenth field of `uptime` the first minute's on a host up
+# for days
+HOST_GOLD = "cd /; find -name '*php' | xargs cat | wc -l; uptime | awk '{print $10}'; w | head -n 1 | awk '{print $NF}'"
+
+
+@pytest.mark.docker
+async def test_a_replay_sees_the_original_host_and_the_differential_harness_this_one(runtime: Runtime) -> None:
+    task = replace(load_tasks("starter-bash")[0], gold=HOST_GOLD)
+    seen = {}
+    for original_host in (True, False):
+        async with OriginalLifecycleBashEnv(runtime, original_host=original_host) as env:
+            await env.reset(task)
+            step = await env.step(HOST_GOLD)
+            gold = (await env.score())[1]["eval_obs"]
+        assert step.observation == gold  # the agent's container and the gold's alike
+        seen[original_host] = gold
+    assert seen[True] == "cat: ./sys/module/acpiphp: Is a directory\n0\n0.03,\n0.00\n", seen[True]
+    assert "acpiphp" not in seen[False] and "0.03\n0.00" not in seen[False]
+
+
 @pytest.mark.docker
 async def test_an_episode_keeps_its_gold_while_a_later_one_gets_a_fresh_one(runtime: Runtime, monkeypatch) -> None:
     monkeypatch.setattr(bash_module, "VOLATILE_TTL", 0.0)
