@@ -215,7 +215,8 @@ class SqlEnv(Environment):
         gold = await self._gold(self.task)
         if gold.ordered:
             # MariaDB breaks ties in ORDER BY differently from one session to the next (even the
-            # LIMIT 1 row of `ORDER BY count(*)`), so a cached result would often disagree with
+            # LIMIT 1 row of `ORDER BY count(*)`) unless its temporary tables are on disk, as they
+            # are answering as MySQL 8 (environments/mysql8.py), so a cached result would often disagree with
             # the agent's run of the very same query. The original ran the gold in the agent's
             # session, right after the action: do that for ordered golds.
             assert self._session is not None

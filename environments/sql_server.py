@@ -26,6 +26,7 @@ import aiomysql
 import pymysql
 from pydantic import BaseModel, ConfigDict, Field
 
+from environments.mysql8 import SESSION as MYSQL8_SESSION
 from foundation.engine import engine_call
 from foundation.errors import SandboxError
 
@@ -159,6 +160,14 @@ class SqlServer:
         self._gold: aiomysql.Pool | None = None
         self._stopped = False  # its runtime stopped it (the engine went away, or the run ends)
 
+    def _session_settings(self) -> str:
+        """What every session sets first: the statement timeout, and, answering as MySQL 8, its
+        ties (environments/mysql8.py)."""
+        settings = [f"max_statement_time = {self.settings.statement_timeout:g}"]
+        if self.settings.mysql8:
+            settings.append(MYSQL8_SESSION)
+        return f"SET SESSION {', '.join(settings)}"
+
     async def connect(self, db: str | None = None) -> aiomysql.Connection:
         """A reader session in `db` (selected with `USE`, as the original's reset did)."""
         try:
@@ -169,7 +178,7 @@ class SqlServer:
                                  container_id=self.container_id, image=self.image) from exc
         try:
             async with connection.cursor() as cursor:
-                await cursor.execute(f"SET SESSION max_statement_time = {self.settings.statement_timeout:g}")
+                await cursor.execute(self._session_settings())
                 if db:
                     await cursor.execute(f"USE `{db}`")
         except (pymysql.err.MySQLError, OSError) as exc:
@@ -221,7 +230,7 @@ class SqlServer:
         self._gold = await aiomysql.create_pool(
             minsize=0, maxsize=self.settings.gold_connections, host=self.host, port=PORT, user=READER,
             password=self._password, charset="utf8mb4", autocommit=True, connect_timeout=10,
-            init_command=f"SET SESSION max_statement_time = {self.settings.statement_timeout:g}")
+            init_command=self._session_settings())
         try:
             yield
         finally:
