@@ -13,7 +13,7 @@ import pytest
 
 from environments.runtime import Runtime
 from orchestrator.cli import main
-from orchestrator.fidelity.replay import NETWORK, TurnResult, replay_all
+from orchestrator.fidelity.replay import TurnResult, replay_all
 from orchestrator.fidelity.replay_cli import LEFT_OUT
 from orchestrator.fidelity.trajectories import TaskFinder, read_episodes
 from orchestrator.fidelity.validate import validate_all
@@ -83,24 +83,38 @@ async def test_replay_agrees_with_the_recording(data_dir, file, limit, container
     assert share >= at_least, f"{file}: {share:.3f} of {len(results)} turns"
 
 
-# The paper's other models (docs/fidelity.md, "The paper's other models"): two of the twelve Try Again
-# files, those whose episodes show that the original's gold and agent ran on two hosts (#52 greps
-# /etc/hosts for the host name, #4 prints `env`), and those of the golds that reach the network.
-MORE = "more/bash/ic_bash_multiturn_text-bison-001_10_turns_fs_{}.json"
+# The paper's other models (docs/fidelity.md, "The paper's other models"): eight of the twelve Try Again
+# files, replayed whole as `replay --table` does, in 2 minutes (the other four, text-bison-001's and
+# text-davinci-003's fs 1 and 3, hold actions that run into the 10-second timeout, 15 to 20 of them
+# each: 3 to 4 minutes more; `replay --table trajectories/more/bash` replays all twelve, in
+# docs/fidelity.md). Per file: the episodes whose success differs from the recording's, each
+# explained there; those left out (the golds that reach the network); the share of turns whose
+# reward agrees, just under what was measured (2026-11-29, the same in every run).
+MORE = {  # file: (success differs in, left out, agreement at least)
+    "starchat_10_turns_fs_1": (set(), 0, 0.99),  # 1.000: #21 met the original host's acpiphp
+    "starchat_10_turns_fs_2": ({"19"}, 1, 0.965),  # 0.974: #19 the recording's pace
+    "starchat_10_turns_fs_3": ({"12"}, 0, 0.965),  # 0.974: #12 ctime, which can't be set
+    "starchat_10_turns_fs_4": (set(), 3, 0.985),  # 0.994: #25 the original host's uptime and load
+    "text-bison-001_10_turns_fs_2": (set(), 1, 0.99),  # 0.997: #52 two hosts
+    "text-bison-001_10_turns_fs_4": ({"5"}, 3, 0.985),  # 0.995: #4 two hosts; #5 the live process list (ps)
+    "text-davinci-003_10_turns_fs_2": ({"48"}, 1, 0.99),  # 0.997: #48 tar's order of a directory
+    "text-davinci-003_10_turns_fs_4": (set(), 3, 0.91),  # 0.922
+}
 
 
-@pytest.mark.parametrize(("fs", "at_least", "hosts", "network"), [
-    (2, 0.99, "52", {"49"}),  # measured 0.997 of 382 turns
-    (4, 0.99, "4", {"1", "12", "19"}),  # 0.995 of 186
-])
-def test_the_paper_s_other_models_replay_as_recorded(tmp_path, data_dir, capsys, fs, at_least, hosts, network):
-    out = tmp_path / "turns.json"
-    path = data_dir / "trajectories" / MORE.format(fs)
-    assert main(["replay", str(path), "--data-dir", str(data_dir), "--json", str(out)]) == LEFT_OUT
-    turns = json.loads(out.read_text())
-    scored = [t for episode in turns.values() for t in episode
-              if t["ours"] is not None and not t["flag"] and t["recorded"] is not None]
-    share = sum(t["agree"] for t in scored) / len(scored)
-    assert share >= at_least, f"{path.name}: {share:.3f} of {len(scored)} turns"
-    assert turns[hosts] and all(t["agree"] for t in turns[hosts]), turns[hosts]
-    assert {key for key, episode in turns.items() if any(t["reason"] == NETWORK for t in episode)} == network
+def test_the_paper_s_other_models_replay_as_recorded(tmp_path, data_dir):
+    files = tmp_path / "files"
+    files.mkdir()
+    for name in MORE:
+        (files / f"ic_bash_multiturn_{name}.json").symlink_to(data_dir / "trajectories" / "more" / "bash"
+                                                           / f"ic_bash_multiturn_{name}.json")
+    out = tmp_path / "table.json"
+    assert main(["replay", "--table", str(files), "--data-dir", str(data_dir), "--json", str(out)]) == LEFT_OUT
+    rows = {Path(row["file"]).stem.removeprefix("ic_bash_multiturn_"): row
+            for cell in json.loads(out.read_text())["cells"] if cell["strategy"] == "Try Again"
+            for row in cell["files"]}
+    assert set(rows) == set(MORE)
+    for name, (differ, left_out, at_least) in MORE.items():
+        row = rows[name]
+        seen = ({episode for _, episode, _ in row["differ"]}, row["left_out"], row["agreement"])
+        assert seen[:2] == (differ, left_out) and seen[2] >= at_least, (name, seen)
