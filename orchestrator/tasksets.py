@@ -123,7 +123,7 @@ def _own(spec: TaskSetConfig, root: Path) -> TaskSet:
         register(_sql_image(own.image, root / (own.manifest.dump or "")))
     else:
         source = register(ImageSpec(f"{_short(own.image)}-src", own.manifest.dockerfile, context_dir=own.root,
-                                    timeout=OWN_BUILD_TIMEOUT))
+                                    timeout=OWN_BUILD_TIMEOUT, source=root))
         register(own_layer(_short(own.image), source, image_python=own.manifest.language == "python"))
     return TaskSet(spec.name or own.name, own.tasks(), digest=own.digest(), sources=_digests(own.files))
 
@@ -148,7 +148,7 @@ def _our_kind(spec: TaskSetConfig, base_dir: Path) -> TaskSet:
         if not dockerfile.is_file():
             raise ConfigError(f"dockerfile {dockerfile} does not exist")
         source = register(ImageSpec(f"data-{slug}-{where}-src", dockerfile.name, context_dir=dockerfile.parent,
-                                    timeout=OWN_BUILD_TIMEOUT))
+                                    timeout=OWN_BUILD_TIMEOUT, source=path))
         image = register(own_layer(f"data-{slug}-{where}", source, commit_root=wanted.commit_root)).tag
         image = image.removesuffix(":latest")
         inputs.append(dockerfile)
@@ -173,7 +173,8 @@ def _harbor(spec: TaskSetConfig, root: Path) -> TaskSet:
         folder = Path(meta["dir"])
         context = Path(meta["main_context"]) if meta.get("main_context") else folder / "environment"
         source = register(ImageSpec(f"{_short(task.image)}-src", meta.get("main_dockerfile") or "Dockerfile",
-                                    context_dir=context, timeout=meta["build_timeout"], prebuilt=meta["docker_image"]))
+                                    context_dir=context, timeout=meta["build_timeout"], prebuilt=meta["docker_image"],
+                                    source=folder))
         services = [_service(task, service) for service in meta.get("services", [])]
         register(own_layer(_short(task.image), source, companions=tuple(_short(s["image"]) for s in services)))
         network = bool(meta["allow_internet"] and spec.allow_internet)
@@ -193,7 +194,7 @@ def _service(task: Task, service: dict[str, Any]) -> dict[str, Any]:
     name = f"{_short(task.image)}-svc-{re.sub(r'[^a-z0-9]+', '-', service['name'].lower()).strip('-')[:30]}"
     context = Path(service["context"]) if service["context"] else Path(task.meta["dir"]) / "environment"
     spec = register(ImageSpec(name, service["dockerfile"], context_dir=context, timeout=task.meta["build_timeout"],
-                              prebuilt=service["image"]))
+                              prebuilt=service["image"], source=Path(task.meta["dir"])))
     return {"name": service["name"], "image": spec.tag.removesuffix(":latest"), "command": service["command"],
             "entrypoint": service["entrypoint"], "environment": resolve_env(service["environment"]),
             "working_dir": service["working_dir"], "user": service["user"], "healthcheck": service["healthcheck"],
@@ -221,7 +222,7 @@ def _sql_image(image: str, dump: Path) -> ImageSpec:
     if not dump.is_file():
         raise ConfigError(f"dump {dump} does not exist: the .sql file the tasks' databases are loaded from")
     return ImageSpec(_short(image), "sql/Dockerfile", files=("sql/intercode.cnf", "sql/load-data.sh"),
-                     data={dump.name if dump.suffix == ".sql" else f"{dump.name}.sql": str(dump)})
+                     data={dump.name if dump.suffix == ".sql" else f"{dump.name}.sql": str(dump)}, source=dump)
 
 
 def _select(spec: TaskSetConfig, tasks: list[Task]) -> list[Task]:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import getpass
 import os
+import subprocess
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -16,6 +19,7 @@ from foundation import logs
 from foundation.engine import engine
 from foundation.pool import ImagePoolConfig, Pool
 from foundation.pool.ownership import RUN
+from orchestrator.images.specs import SOURCE_LABEL
 
 PROJECT = Path(__file__).resolve().parent.parent
 logs.configure(int(os.environ.get("INTERCODE_TEST_VERBOSITY", "1")))
@@ -112,6 +116,31 @@ LONGEST_FIRST = ("tests/cluster/", "tests/docker/test_engine_restart.py", "tests
                  "tests/docker/test_installed_agents.py", "tests/docker/test_sweep.py", "tests/docker/test_own_tasks.py",
                  "tests/docker/test_harbor_format.py", "tests/docker/test_harbor.py",
                  "tests/docker/test_harbor_published.py", "tests/docker/test_llm_load.py")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The images the session built from task folders and files of its temporary directories (each
+    image is named by where its folder is, so every session makes new ones): removed once all is
+    done, by the controller of `-n` runs. Images in use, and those of folders elsewhere (the
+    fixtures'), stay."""
+    if hasattr(session.config, "workerinput"):
+        return
+    made = Path(tempfile.gettempdir()) / f"pytest-of-{getpass.getuser()}"
+    try:
+        labelled = subprocess.run(["docker", "image", "ls", "--quiet", "--filter", f"label={SOURCE_LABEL}"],
+                                  capture_output=True, text=True, timeout=60).stdout.split()
+        shown = f'{{{{.Created}}}}\t{{{{index .Config.Labels "{SOURCE_LABEL}"}}}}\t{{{{join .RepoTags " "}}}}'
+        listed = subprocess.run(["docker", "image", "inspect", "--format", shown, *sorted(set(labelled))],
+                                capture_output=True, text=True, timeout=60) if labelled else None
+        lines = listed.stdout.splitlines() if listed is not None and listed.returncode == 0 else []
+        # newest first: an image built FROM another goes before it, so that neither is left untagged
+        found = sorted((line.split("\t") for line in lines if line.count("\t") == 2), reverse=True)
+        ours = list(dict.fromkeys(tag for _, source, tags in found if Path(source).is_relative_to(made)
+                                  for tag in tags.split() if tag.startswith("intercode/")))
+        if ours:
+            subprocess.run(["docker", "image", "rm", *ours], capture_output=True, timeout=300)
+    except (OSError, subprocess.TimeoutExpired):
+        pass  # no engine here (the unit tier), or a slow one: the images stay, as before
 
 
 @pytest.hookimpl(trylast=True)

@@ -160,7 +160,7 @@ async def _build_one(docker: aiodocker.Docker, spec: ImageSpec, data_dir: Path, 
     context = await asyncio.to_thread(write_tar, entries)
     try:
         image_id = await run_build(docker, spec.name, context, tag=spec.tag, buildargs=spec.buildargs,
-                                   labels={HASH_LABEL: digest, NAME_LABEL: spec.name}, nocache=force,
+                                   labels={HASH_LABEL: digest, NAME_LABEL: spec.name, **spec.labels}, nocache=force,
                                    progress=progress, dockerfile=spec.dockerfile_in_context, timeout=spec.timeout)
     except ImageError as exc:
         if spec.context_dir is None:

@@ -32,6 +32,11 @@ def _frozen(mapping: Mapping[str, str] | None = None) -> Mapping[str, str]:
     return MappingProxyType(dict(mapping or {}))
 
 
+# An image made from a user's task folder or file names it here, and so do the images built FROM it:
+# what the test suite's clean-up tells the images it made by.
+SOURCE_LABEL = "intercode.source"
+
+
 @dataclass(frozen=True)
 class ImageSpec:
     name: str
@@ -47,6 +52,12 @@ class ImageSpec:
     stages: tuple[str, ...] = ()  # other specs the Dockerfile copies from (`FROM ... AS`): built first
     prebuilt: str | None = None  # an image the engine may have already (a Harbor task's docker_image): used if so
     companions: tuple[str, ...] = ()  # specs whose containers run beside this image's (a task's services): built first
+    source: Path | None = None  # the user's task folder or file it is made from (SOURCE_LABEL)
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """Labels the build gives the image, beside its inputs' hash and name."""
+        return {SOURCE_LABEL: str(self.source)} if self.source is not None else {}
 
     @property
     def tag(self) -> str:
@@ -111,7 +122,7 @@ def own_layer(name: str, parent: ImageSpec, *, commit_root: bool = False, image_
                      buildargs=_frozen({"BASE": parent.tag, "RUNTIME": runtime.tag,
                                         "IC_COMMIT_ROOT": "1" if commit_root else "0",
                                         "IC_PYTHON": "image" if image_python else "runtime"}),
-                     timeout=parent.timeout, stages=(runtime.name,), companions=companions)
+                     timeout=parent.timeout, stages=(runtime.name,), companions=companions, source=parent.source)
 
 
 def get(name: str) -> ImageSpec:

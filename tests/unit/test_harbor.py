@@ -6,6 +6,8 @@ container is the task's (its resources, its network, its WORKDIR) and comes back
 from __future__ import annotations
 
 from foundation.settings import PROJECT_ROOT
+from orchestrator.images.specs import BY_NAME, SOURCE_LABEL
+from orchestrator.tasksets import of_directory
 from tasks.harbor import read_harbor
 
 FIXTURES = PROJECT_ROOT / "tests" / "fixtures" / "harbor"
@@ -28,3 +30,12 @@ def test_what_we_do_not_support_is_one_line_naming_it():
     tasks = {t.name: t.meta.get("unavailable", "") for t in read_harbor(UNSUPPORTED, "unsupported")}
     assert "uses volumes" in tasks["compose-task"] and "`gpus`" in tasks["gpu-task"]
     assert all("\n" not in reason for reason in tasks.values())
+
+
+def test_a_task_folders_images_name_the_folder_they_are_made_of() -> None:
+    # the label the test suite's clean-up finds the images of its temporary folders by (tests/conftest.py)
+    taskset = of_directory(PROJECT_ROOT / "tests" / "fixtures" / "harbor")
+    for task in taskset.tasks:
+        name = task.image.removeprefix("intercode/")
+        for spec in (BY_NAME[f"{name}-src"], BY_NAME[name]):
+            assert spec.labels == {SOURCE_LABEL: task.meta["dir"]}, spec
