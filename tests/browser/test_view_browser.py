@@ -154,6 +154,14 @@ class Browser:
                             code=f"Key{key.upper()}" if len(key) == 1 else key,
                             windowsVirtualKeyCode=13 if key == "Enter" else ord(key.upper()))
 
+    async def search(self, text: str) -> None:
+        """Type `text` into the top search box of the open page, as a user would, press Enter, and
+        wait for the search page to load."""
+        await self.click_only("nav.top input[name=text]")
+        await self.send("Input.insertText", text=text)
+        await self.key("Enter")
+        await self.wait_for("location.pathname === '/search' && document.readyState === 'complete'")
+
 
 class Navigated(Exception):
     """Chromium answered that the page a command was for navigated away meanwhile."""

@@ -9,7 +9,6 @@ test's directory (its path printed) for a person to look at; the assertions read
 from __future__ import annotations
 
 import dataclasses
-import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -18,7 +17,7 @@ import pytest
 from orchestrator.store import EpisodeRecord
 from orchestrator.view.app import serving
 from orchestrator.view.source import Source
-from tests.browser.test_view_browser import Browser, chromium  # noqa: F401 — the fixture
+from tests.browser.test_view_browser import Browser
 from tests.stores import dialogue_record, write_episodes
 
 MODELS = ("openai/sim-large", "openai/sim-small", "anthropic/sim-mid")
@@ -61,12 +60,6 @@ async def site(tmp_path_factory) -> AsyncIterator[str]:
     await write_episodes(out, "grid", records())
     async with serving([Source.open(0, out)], "127.0.0.1", 0) as base:
         yield base
-
-
-@pytest.fixture(scope="module")
-async def browser(chromium) -> AsyncIterator[Browser]:  # noqa: F811
-    async with Browser.launch(chromium, Path(tempfile.mkdtemp(prefix="view-charts-"))) as opened:
-        yield opened
 
 
 async def overview(browser: Browser, site: str, width: int) -> None:

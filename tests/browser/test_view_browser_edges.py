@@ -6,7 +6,6 @@ into the search box is one line of the viewer's saying to shorten it."""
 from __future__ import annotations
 
 import asyncio
-import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ import pytest
 
 from orchestrator.view.app import serving
 from orchestrator.view.source import Source
-from tests.browser.test_view_browser import Browser, chromium  # noqa: F401 — the fixture
+from tests.browser.test_view_browser import Browser
 from tests.stores import dialogue_record, write_episodes
 
 MODELS = ("openai/local-sim", "openai/sim")
@@ -30,12 +29,6 @@ async def site(tmp_path_factory) -> AsyncIterator[str]:
                                                         status="solved" if t % 2 else "max_turns") for t in range(6)])
     async with serving([Source.open(0, out)], "127.0.0.1", 0) as base:
         yield base
-
-
-@pytest.fixture(scope="module")
-async def browser(chromium) -> AsyncIterator[Browser]:  # noqa: F811
-    async with Browser.launch(chromium, Path(tempfile.mkdtemp(prefix="view-browser-"))) as opened:
-        yield opened
 
 
 def answers(browser: Browser) -> list[tuple[str, int]]:
@@ -79,10 +72,7 @@ async def test_a_model_is_chosen_from_the_stores_in_the_lists_filters(site, brow
 
 async def test_a_traceback_pasted_into_the_search_box_is_one_line_saying_to_shorten_it(site, browser):
     await browser.open(f"{site}/s/0")
-    await browser.click_only("nav.top input[name=text]")
-    await browser.send("Input.insertText", text=TRACEBACK)
-    await browser.key("Enter")
-    await browser.wait_for("location.pathname === '/search' && document.readyState === 'complete'")
+    await browser.search(TRACEBACK)
     line = await browser.text("#error")
     assert "the search is too long" in line and "shorten it" in line, line
     assert await browser.evaluate("document.querySelectorAll('.bad').length") == 1

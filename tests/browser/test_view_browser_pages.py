@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from orchestrator.view.app import serving
 from orchestrator.view.source import Source
 from orchestrator.store import Store
 from tests.stores import dialogue_record, write_episodes
-from tests.browser.test_view_browser import Browser, chromium  # noqa: F401 — the fixture
+from tests.browser.test_view_browser import Browser
 
 WORD = "zanzibar"
 OVERFLOWING = """[...document.querySelectorAll('table')].filter(t => {
@@ -50,12 +49,6 @@ async def site(tmp_path_factory) -> AsyncIterator[str]:
     a, b = await runs(tmp_path_factory.mktemp("pages"))
     async with serving([Source.open(0, a), Source.open(1, b)], "127.0.0.1", 0) as base:
         yield base
-
-
-@pytest.fixture(scope="module")
-async def browser(chromium) -> AsyncIterator[Browser]:  # noqa: F811
-    async with Browser.launch(chromium, Path(tempfile.mkdtemp(prefix="view-browser-"))) as opened:
-        yield opened
 
 
 PAGES = {"overview": "/s/0", "list": "/s/0/episodes", "search-list": f"/s/0/episodes?text={WORD}",
@@ -97,10 +90,7 @@ async def test_the_episode_page_is_the_transcript_with_each_turn_beside_its_answ
 
 async def test_search_sort_keys_and_neighbours(site, browser):
     await browser.open(f"{site}/s/0")
-    await browser.click_only("nav.top input[name=text]")
-    await browser.send("Input.insertText", text=WORD)
-    await browser.key("Enter")
-    await browser.wait_for("location.pathname === '/search' && document.readyState === 'complete'")
+    await browser.search(WORD)
     assert await browser.evaluate("[...document.querySelectorAll('.store-count')].map(s => s.textContent)") == ["2", "2"]
     assert await browser.evaluate(f"[...document.querySelectorAll('mark')].every(m => m.textContent === '{WORD}')")
     await browser.open(f"{site}/s/0/episodes")
