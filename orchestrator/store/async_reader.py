@@ -96,7 +96,7 @@ class AsyncReader:
         show where the words occur); and the text index's note."""
         def read(db: sqlite3.Connection, full: bool) -> tuple[EpisodePage, dict[int, EpisodeTexts]]:
             found = episode_page(db, flt, full)
-            return found, episode_texts(db, [r.id for r in found.rows[:texts_of]]) if flt.text else {}
+            return found, episode_texts(db, [r.id for r in found.rows[:texts_of]], flt.text) if flt.text else {}
         (found, texts), note = await self._searching(read, bool(flt.text))
         return found, texts, note
 

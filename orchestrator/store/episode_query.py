@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import math
 import sqlite3
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
 from foundation.errors import ConfigError
 from orchestrator.store.records import EpisodeKey, Keyed
-from orchestrator.store.search_query import fts_query, parse
+from orchestrator.store.search_query import fts_query, parse, words
+from orchestrator.store.transcript import prompt_lines
 
 PAGE_SIZE = 50
 MAX_ID = 2**63 - 1  # SQLite's largest integer: a larger number is no episode, not an overflow
@@ -271,24 +273,63 @@ def task_episodes(db: sqlite3.Connection, task_id: str) -> TaskEpisodes | None:
 @dataclass(frozen=True)
 class EpisodeTexts:
     """Where a search's words may occur in an episode: its task's query, then each turn's
-    (idx, output, action, observation) in order."""
+    (idx, output, action, observation) in order; its error, its gold, and the lines of its
+    transcript's prompts that no observation holds (as the search index has them)."""
 
     query: str
     turns: list[tuple[int, str, str | None, str]]
+    error: str = ""
+    gold: str = ""
+    prompts: str = ""
 
 
-def episode_texts(db: sqlite3.Connection, ids: Sequence[int]) -> dict[int, EpisodeTexts]:
-    """The texts of the episodes `ids`, in that order (the snippets of a page of search results)."""
+def episode_texts(db: sqlite3.Connection, ids: Sequence[int], text: str = "") -> dict[int, EpisodeTexts]:
+    """The texts of the episodes `ids`, in that order (the snippets of a page of search results).
+    The prompts, which take their transcript's decoding, only of episodes none of whose other texts
+    holds a word of the search `text` (with no text: of every one)."""
     if not ids:
         return {}
     marks = ", ".join("?" * len(ids))
-    queries = dict(db.execute(f"SELECT id, query FROM episodes WHERE id IN ({marks})", list(ids)).fetchall())
+    rows = {eid: (query, error, gold) for eid, query, error, gold in db.execute(
+        f"SELECT id, query, error, gold FROM episodes WHERE id IN ({marks})", list(ids))}
     turns: dict[int, list[tuple[int, str, str | None, str]]] = {i: [] for i in ids}
     for eid, idx, output, action, observation in db.execute(
             f"SELECT episode_id, idx, output, action, observation FROM turns WHERE episode_id IN ({marks}) "
             "ORDER BY episode_id, idx", list(ids)):
         turns[eid].append((idx, output, action, observation))
-    return {i: EpisodeTexts(queries.get(i, ""), turns[i]) for i in ids}
+    wanted = [w.lower() for w in words(text)] if text else []
+
+    def elsewhere(i: int) -> bool:
+        found = "\n".join([*(v or "" for v in rows.get(i, ("", None, None))),
+                            *(v or "" for turn in turns[i] for v in turn[1:])]).lower()
+        return any(w in found for w in wanted)
+
+    needed = [i for i in ids if not wanted or not elsewhere(i)]
+    prompts = _prompts(db, needed, {i: "\n".join(t[3] or "" for t in turns[i]) for i in needed}) if needed else {}
+    texts = {}
+    for i in ids:
+        query, error, gold = rows.get(i, ("", None, None))
+        texts[i] = EpisodeTexts(query or "", turns[i], error or "", gold or "", prompts.get(i, ""))
+    return texts
+
+
+def _prompts(db: sqlite3.Connection, ids: Sequence[int], observations: dict[int, str]) -> dict[int, str]:
+    """The lines of each episode's transcript prompts that none of its observations holds (a store
+    from before transcripts has none; a transcript this viewer cannot read gives none)."""
+    kept = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'transcripts'").fetchone()
+    if not kept:
+        return {}
+    marks = ", ".join("?" * len(ids))
+    found: dict[int, str] = {}
+    for eid, format_, body in db.execute(
+            f"SELECT episode_id, format, body FROM transcripts WHERE episode_id IN ({marks})", list(ids)):
+        try:
+            lines = prompt_lines(body, format_)
+        except (ValueError, KeyError, TypeError, zlib.error):
+            continue
+        seen = set(observations.get(eid, "").splitlines())
+        found[eid] = "\n".join(line for line in lines if line not in seen)
+    return found
 
 
 def neighbours(db: sqlite3.Connection, flt: EpisodeFilter, episode_id: int, full_text: bool) -> tuple[int | None, int | None]:

@@ -91,8 +91,8 @@ def download(rows: Sequence[EpisodeRow], fmt: str) -> tuple[str, str]:
 
 def snippets(texts: Mapping[int, EpisodeTexts], text: str, index: int) -> dict[int, str]:
     """For each episode, where the search's words occur: the first few places (the task's query, a
-    turn's output, action or observation), each a short piece of text with the words marked and a
-    link to the turn."""
+    turn's output, action or observation, then the error, the gold and the prompts), each a short
+    piece of text with the words marked and a link to the turn or the page."""
     pattern = _pattern(text)
     if pattern is None or not texts:
         return {}
@@ -104,6 +104,8 @@ def snippets(texts: Mapping[int, EpisodeTexts], text: str, index: int) -> dict[i
             for field, value in zip(("output", "action", "observation"), values, strict=True):
                 if len(pieces) < 3:
                     _add(pieces, pattern, value, f"turn {idx + 1} {field}", f"{episode_href(index, eid)}#turn-{idx + 1}")
+        for where, value in (("error", episode.error), ("gold", episode.gold), ("prompt", episode.prompts)):
+            _add(pieces, pattern, value, where, episode_href(index, eid))
         found[eid] = "<br>".join(pieces)
     return found
 

@@ -14,10 +14,11 @@ import pytest
 from foundation.errors import ConfigError
 from orchestrator.store import EpisodeRecord, TurnRecord
 from orchestrator.store.async_reader import connect
-from orchestrator.store.episode_query import EpisodeFilter, episode_page
+from orchestrator.store.episode_query import EpisodeFilter, episode_page, episode_texts
 from orchestrator.store.search_index import TextIndex
 from orchestrator.store.search_query import fts_query, words
 from orchestrator.store.transcript import Transcript, prompt_lines
+from orchestrator.view.lists import snippets
 from tests.stores import episode_record, transcript_store
 
 # The index as version 1 made it: four columns, filled from the episodes and their turns.
@@ -71,6 +72,21 @@ def texts(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize(("word", "task"), [("quetzal", 0), ("wombat", 1), ("kraken", 2), ("zeppelin", 3)])
 def test_a_word_only_in_a_prompt_the_error_or_the_gold_finds_its_episode(texts, word, task):
     assert found(texts, word) == [f"starter-bash/{task}"]
+
+
+@pytest.mark.parametrize(("word", "where"), [("quetzal", "prompt"), ("wombat", "prompt"), ("kraken", "error"),
+                                             ("zeppelin", "gold")])
+def test_a_hit_only_in_a_prompt_the_error_or_the_gold_shows_where(texts, word, where):
+    index = TextIndex(texts / "results.db")
+    index.update()
+    with closing(connect(texts / "results.db")) as db:
+        index.attach(db)
+        listed = episode_page(db, EpisodeFilter.from_query({"text": word}), True)
+        ids = [row.id for row in listed.rows]
+        shown = snippets(episode_texts(db, ids, word), word, 0)
+    assert len(shown) == 1, shown
+    (piece,) = shown.values()
+    assert f">{where}</a>:</span>" in piece and f"<mark>{word}</mark>" in piece.lower(), piece
 
 
 def test_an_index_of_version_1_is_built_again_with_the_new_texts(tmp_path):
