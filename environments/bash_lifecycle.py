@@ -19,6 +19,7 @@ new instance, that is with new containers.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import tempfile
 from contextlib import AsyncExitStack
@@ -97,7 +98,7 @@ class OriginalLifecycleBashEnv(BashEnv):
         hardening: dict[str, Any] = {"hostname": ""}
         if self.original_host:
             hardening["tmpfs"] = {**config.hardening.tmpfs, SYS_MODULE: "rw,nosuid,nodev,noexec,mode=755"}
-            hardening["binds"] = [*config.hardening.binds, *_proc_binds()]
+            hardening["binds"] = [*config.hardening.binds, *await asyncio.to_thread(_proc_binds)]
         pool.configure(twin, config.model_copy(update={"hardening": config.hardening.model_copy(update=hardening)}))
         return twin
 

@@ -216,8 +216,8 @@ class SqlEnv(Environment):
         if gold.ordered:
             # MariaDB breaks ties in ORDER BY differently from one session to the next (even the
             # LIMIT 1 row of `ORDER BY count(*)`) unless its temporary tables are on disk, as they
-            # are answering as MySQL 8 (environments/mysql8.py), so a cached result would often disagree with
-            # the agent's run of the very same query. The original ran the gold in the agent's
+            # are answering as MySQL 8 (environments/mysql8.py), so a cached result would often
+            # disagree with the agent's run of the very same query. The original ran the gold in the agent's
             # session, right after the action: do that for ordered golds.
             assert self._session is not None
             gold = SqlGold.of(self._as_gold(await as_mysql8(self._session.run, self.task.gold_text,

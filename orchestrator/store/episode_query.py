@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import math
 import sqlite3
-import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from foundation.errors import ConfigError
 from orchestrator.store.records import EpisodeKey, Keyed
 from orchestrator.store.search_query import fts_query, parse, words
-from orchestrator.store.transcript import prompt_lines
+from orchestrator.store import reader
+from orchestrator.store.transcript import UNREADABLE, prompts_beside
 
 PAGE_SIZE = 50
 MAX_ID = 2**63 - 1  # SQLite's largest integer: a larger number is no episode, not an overflow
@@ -282,6 +282,11 @@ class EpisodeTexts:
     gold: str = ""
     prompts: str = ""
 
+    def without_prompts(self) -> str:
+        """Every text but the prompts, lower-cased, in one: where a search's words are looked for first."""
+        return "\n".join([self.query, *(v or "" for turn in self.turns for v in turn[1:]), self.error,
+                           self.gold]).lower()
+
 
 def episode_texts(db: sqlite3.Connection, ids: Sequence[int], text: str = "") -> dict[int, EpisodeTexts]:
     """The texts of the episodes `ids`, in that order (the snippets of a page of search results).
@@ -291,44 +296,36 @@ def episode_texts(db: sqlite3.Connection, ids: Sequence[int], text: str = "") ->
         return {}
     marks = ", ".join("?" * len(ids))
     rows = {eid: (query, error, gold) for eid, query, error, gold in db.execute(
-        f"SELECT id, query, error, gold FROM episodes WHERE id IN ({marks})", list(ids))}
+        f"SELECT id, coalesce(query, ''), coalesce(error, ''), coalesce(gold, '') FROM episodes WHERE id IN ({marks})",
+        list(ids))}
     turns: dict[int, list[tuple[int, str, str | None, str]]] = {i: [] for i in ids}
     for eid, idx, output, action, observation in db.execute(
             f"SELECT episode_id, idx, output, action, observation FROM turns WHERE episode_id IN ({marks}) "
             "ORDER BY episode_id, idx", list(ids)):
         turns[eid].append((idx, output, action, observation))
-    wanted = [w.lower() for w in words(text)] if text else []
-
-    def elsewhere(i: int) -> bool:
-        found = "\n".join([*(v or "" for v in rows.get(i, ("", None, None))),
-                            *(v or "" for turn in turns[i] for v in turn[1:])]).lower()
-        return any(w in found for w in wanted)
-
-    needed = [i for i in ids if not wanted or not elsewhere(i)]
-    prompts = _prompts(db, needed, {i: "\n".join(t[3] or "" for t in turns[i]) for i in needed}) if needed else {}
     texts = {}
     for i in ids:
-        query, error, gold = rows.get(i, ("", None, None))
-        texts[i] = EpisodeTexts(query or "", turns[i], error or "", gold or "", prompts.get(i, ""))
-    return texts
+        query, error, gold = rows.get(i, ("", "", ""))
+        texts[i] = EpisodeTexts(query, turns[i], error, gold)
+    wanted = words(text)  # lower-cased
+    needed = [i for i in ids if not any(w in texts[i].without_prompts() for w in wanted)] if wanted else list(ids)
+    prompts = _prompts(db, needed, {i: "\n".join(t[3] or "" for t in turns[i]) for i in needed}) if needed else {}
+    return {i: replace(texts[i], prompts=prompts.get(i, "")) for i in ids}
 
 
 def _prompts(db: sqlite3.Connection, ids: Sequence[int], observations: dict[int, str]) -> dict[int, str]:
-    """The lines of each episode's transcript prompts that none of its observations holds (a store
-    from before transcripts has none; a transcript this viewer cannot read gives none)."""
-    kept = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'transcripts'").fetchone()
-    if not kept:
+    """Each episode's prompt lines as the index has them (`prompts_beside`); a store from before
+    transcripts has none, and a transcript this viewer cannot read gives none."""
+    if not reader.has(db, "transcripts"):
         return {}
     marks = ", ".join("?" * len(ids))
     found: dict[int, str] = {}
     for eid, format_, body in db.execute(
             f"SELECT episode_id, format, body FROM transcripts WHERE episode_id IN ({marks})", list(ids)):
         try:
-            lines = prompt_lines(body, format_)
-        except (ValueError, KeyError, TypeError, zlib.error):
+            found[eid] = prompts_beside(body, format_, observations.get(eid))
+        except UNREADABLE:
             continue
-        seen = set(observations.get(eid, "").splitlines())
-        found[eid] = "\n".join(line for line in lines if line not in seen)
     return found
 
 

@@ -32,7 +32,6 @@ import hashlib
 import sqlite3
 import threading
 import time
-import zlib
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
@@ -43,7 +42,7 @@ import structlog
 from foundation.concurrency import TaskOwner
 from foundation.settings import cache_dir
 from orchestrator.store import reader
-from orchestrator.store.transcript import prompt_lines
+from orchestrator.store.transcript import UNREADABLE, prompts_beside
 
 CHUNK = 5000  # episodes per transaction while building: the store's snapshot is never held long
 LOCK_WAIT_S = 30.0  # seconds a viewer waits on another's write to the shared index
@@ -167,12 +166,10 @@ def _prompts(episode_id: int, format_: int, body: bytes, observations: str | Non
     transcript this viewer cannot read is logged and left out, so that the episode's other texts
     (and every other episode) are still indexed: an error raised here would fail the whole index."""
     try:
-        lines = prompt_lines(body, format_)
-    except (ValueError, KeyError, TypeError, zlib.error) as exc:
+        return prompts_beside(body, format_, observations)
+    except UNREADABLE as exc:
         log.warning("view_index_transcript_unreadable", episode_id=episode_id, error=str(exc))
         return None
-    seen = set((observations or "").splitlines())
-    return "\n".join([line for line in lines if line not in seen])
 
 
 def _stamp(db: sqlite3.Connection) -> str:

@@ -148,6 +148,18 @@ def prompt_lines(body: bytes, format_: int = FORMAT) -> list[str]:
     return list(lines)
 
 
+# What reading a stored body raises when it is not one this code can read (a newer format, damage).
+UNREADABLE = (ValueError, KeyError, TypeError, zlib.error)
+
+
+def prompts_beside(body: bytes, format_: int, observations: str | None) -> str:
+    """The prompt lines of a stored body (`prompt_lines`) that are none of the episode's
+    `observations`' lines, joined: what the full-text index and the search's snippets take of a
+    transcript (the observations are theirs as such). ValueError as `decode`."""
+    seen = set((observations or "").splitlines())
+    return "\n".join(line for line in prompt_lines(body, format_) if line not in seen)
+
+
 def content_text(content: Any) -> str:
     """A message's text: its content, or the text parts of content given as parts."""
     if isinstance(content, str):

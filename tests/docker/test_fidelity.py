@@ -96,7 +96,7 @@ MORE = {  # file: (success differs in, left out, agreement at least)
     "starchat_10_turns_fs_3": ({"12"}, 0, 0.965),  # 0.974: #12 ctime, which can't be set
     "starchat_10_turns_fs_4": (set(), 3, 0.985),  # 0.994: #25 the original host's uptime and load
     "text-bison-001_10_turns_fs_2": (set(), 1, 0.99),  # 0.997: #52 two hosts
-    "text-bison-001_10_turns_fs_4": ({"5"}, 3, 0.985),  # 0.995: #4 two hosts; #5 the live process list (ps)
+    "text-bison-001_10_turns_fs_4": ({"5"}, 3, 0.985),  # 0.995: #4 two hosts; #5 the live process list (pstree)
     "text-davinci-003_10_turns_fs_2": ({"48"}, 1, 0.99),  # 0.997: #48 tar's order of a directory
     "text-davinci-003_10_turns_fs_4": (set(), 3, 0.91),  # 0.922
 }
