@@ -34,7 +34,7 @@ from environments.bash import (
     split_action,
 )
 from environments.file_ages import age_repository
-from environments.original_host import ADDRESSES, MODULES, PROC
+from environments.original_host import ADDRESSES, INODE_BYTES, MODULES, PROC
 from environments.runtime import default_pool_config
 from foundation.engine import engine_deadline
 from foundation.errors import SandboxError
@@ -51,9 +51,9 @@ HOST = "-original-host"  # the twin's name, further, when its containers see the
 
 class OriginalLifecycleBashEnv(BashEnv):
     """`original_host`: the containers see the original's machine where the recordings show it
-    (its kernel's modules, its uptime and load: environments/original_host.py), as a replay of its
-    recordings wants; off, this machine's, as the differential harness wants, whose original side
-    runs here."""
+    (its kernel's modules, its uptime and load, its inodes: environments/original_host.py), as a
+    replay of its recordings wants; off, this machine's, as the differential harness wants, whose
+    original side runs here."""
 
     def __init__(self, runtime: Any, *, original_host: bool = False) -> None:
         super().__init__(runtime)
@@ -87,7 +87,8 @@ class OriginalLifecycleBashEnv(BashEnv):
     async def _as_recorded(self, image: str) -> str:
         """`image` under a second name whose containers are named as the original's were: each its
         own host, named by its container id (Docker's default), where ours share `intercode`; and
-        whose /sys/module is a tmpfs, for the original host's modules."""
+        whose /sys/module is a tmpfs, for the original host's modules, and whose capped layer has its
+        inode size."""
         twin = f"{image}{AS_RECORDED}{HOST if self.original_host else ''}"
         docker, pool = self.runtime.docker, self.runtime.pool
         if docker is None or not isinstance(pool, Pool):
@@ -99,6 +100,7 @@ class OriginalLifecycleBashEnv(BashEnv):
         if self.original_host:
             hardening["tmpfs"] = {**config.hardening.tmpfs, SYS_MODULE: "rw,nosuid,nodev,noexec,mode=755"}
             hardening["binds"] = [*config.hardening.binds, *await asyncio.to_thread(_proc_binds)]
+            hardening["inode_bytes"] = INODE_BYTES
         pool.configure(twin, config.model_copy(update={"hardening": config.hardening.model_copy(update=hardening)}))
         return twin
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from foundation.sandbox import ActionLimits
@@ -28,6 +30,10 @@ class Hardening(BaseModel):
     disk_mb: int | None = Field(4096, ge=64, description="Most the container's writable layer may hold; a write "
                                 "past it fails with ENOSPC inside the container (None: no cap). How it is "
                                 "enforced depends on the engine: foundation/pool/disk.py.")
+    inode_bytes: Literal[256, 512] = Field(512, description="The inode size of the file system a capped writable "
+                                           "layer gets (where disk.py makes one): 512 keeps a copied-up directory's "
+                                           "overlay xattrs in its inode, so `du` counts it 4K as in a fresh "
+                                           "container; 256, ext4's default, gives them a block of their own (8K).")
     binds: list[str] = Field(default_factory=list, description="Host directories mounted into the container, "
                              "as the engine writes them (`HOST:CONTAINER:ro`): an installed agent's files and the "
                              "socket of its LLM gateway, which need no network.")

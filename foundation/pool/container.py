@@ -224,7 +224,7 @@ async def create_container(docker: aiodocker.Docker, image: str, hardening: Hard
     try:
         async with engine_call("start the container", container_id=raw.id, image=image):
             if disk is not None:
-                await disk.cap(raw, hardening.disk_mb)
+                await disk.cap(raw, hardening.disk_mb, hardening.inode_bytes)
             await raw.start()
         pooled.driver = await start_driver(raw, image=image)
         if entrypoint and await _has_entrypoint(pooled):

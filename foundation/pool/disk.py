@@ -49,9 +49,9 @@ STALE_AFTER = 600.0  # seconds; a file left by a process killed between mkfs and
 ROOT_WAIT = 30.0  # seconds for a restarted engine to bind its data root again
 # No journal (the host's own ext4 here has none either; a crash loses the container anyway), no
 # reserved blocks (the cap is the cap), inode tables initialised lazily: a sparse file reads zeros.
-# 512-byte inodes keep the overlay's xattrs of a copied-up directory inside the inode: with 256
-# they took a block of their own, and `du` counted every directory as 8K, not the original's 4K.
-MKFS = ["mkfs.ext4", "-q", "-F", "-m", "0", "-I", "512", "-O", "^has_journal", "-E", "lazy_itable_init=1,nodiscard"]
+# Its inodes are `Hardening.inode_bytes` large (512 by default, which keeps a copied-up directory's
+# overlay xattrs inside the inode, so that `du` counts it 4K as in a fresh container).
+MKFS = ["mkfs.ext4", "-q", "-F", "-m", "0", "-O", "^has_journal", "-E", "lazy_itable_init=1,nodiscard"]
 MOUNT_OPTIONS = "loop,noinit_itable,discard"  # discard: deleting a file frees the host's disk too
 
 
@@ -72,8 +72,10 @@ class DiskCaps:
         """The create body's StorageOpt, where the driver enforces it."""
         return {"size": f"{disk_mb}M"} if self.mode == "quota" and disk_mb else None
 
-    async def cap(self, container: aiodocker.containers.DockerContainer, disk_mb: int | None) -> None:
-        """Before start: give the container's writable layer a file system of `disk_mb`."""
+    async def cap(self, container: aiodocker.containers.DockerContainer, disk_mb: int | None,
+                  inode_bytes: int = 512) -> None:
+        """Before start: give the container's writable layer a file system of `disk_mb`, its inodes
+        `inode_bytes` large."""
         if self.mode != "layer-fs" or not disk_mb:
             return
         info = await container.show()
@@ -83,7 +85,7 @@ class DiskCaps:
         layer = Path(upper).parent
         if self.root is not None and self.root_bound:
             await _wait_for_bound_root(self.root, container.id)
-        await mount_layer_fs(layer, disk_mb, container.id)
+        await mount_layer_fs(layer, disk_mb, container.id, inode_bytes)
         if self.root is not None and self.root_bound and not await asyncio.to_thread(_under_root, layer, self.root):
             # The engine unbound its root meanwhile (it is stopping): our mount would outlive it,
             # hidden under the next bind, and keep the container from being removed.
@@ -154,13 +156,14 @@ def _remove_stale(directory: Path) -> None:
             pass  # another process removed it first
 
 
-async def mount_layer_fs(layer: Path, disk_mb: int, container_id: str) -> None:
-    """Make an ext4 of `disk_mb` holding the layer directory's entries, and mount it over it."""
+async def mount_layer_fs(layer: Path, disk_mb: int, container_id: str, inode_bytes: int = 512) -> None:
+    """Make an ext4 of `disk_mb` (inodes of `inode_bytes`) holding the layer directory's entries, and
+    mount it over it."""
     disks = layer.parent.parent.parent / DISKS_DIR
     image = disks / f"{container_id}.ext4"
     try:
         await asyncio.to_thread(disks.mkdir, mode=0o700, exist_ok=True)
-        await _run([*MKFS, "-d", str(layer), str(image), f"{disk_mb}M"], container_id)
+        await _run([*MKFS, "-I", str(inode_bytes), "-d", str(layer), str(image), f"{disk_mb}M"], container_id)
         await _run(["mount", "-o", MOUNT_OPTIONS, str(image), str(layer)], container_id)
         await asyncio.to_thread(_tidy, layer)
     finally:

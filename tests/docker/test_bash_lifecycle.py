@@ -67,8 +67,10 @@ async def test_the_original_lifecycle_runs_the_gold_again_for_every_score(runtim
 
 # fs1 #21's gold from `/`, and fs4 #25's: the first meets the original host's `acpiphp` module; the
 # second's $NF is the fifteen-minute load, the tenth field of `uptime` the first minute's on a host up
-# for days
-HOST_GOLD = "cd /; find -name '*php' | xargs cat | wc -l; uptime | awk '{print $10}'; w | head -n 1 | awk '{print $NF}'"
+# for days. Then a directory whose file was copied up: 8K (16 blocks) in the original host's 256-byte
+# inodes, 4K in ours.
+HOST_GOLD = ("cd /; find -name '*php' | xargs cat | wc -l; uptime | awk '{print $10}'; w | head -n 1 | awk '{print $NF}'; "
+             "touch /starter/logs/app.log; stat -c %b /starter/logs")
 
 
 @pytest.mark.docker
@@ -82,8 +84,9 @@ async def test_a_replay_sees_the_original_host_and_the_differential_harness_this
             gold = (await env.score())[1]["eval_obs"]
         assert step.observation == gold  # the agent's container and the gold's alike
         seen[original_host] = gold
-    assert seen[True] == "cat: ./sys/module/acpiphp: Is a directory\n0\n0.03,\n0.00\n", seen[True]
+    assert seen[True] == "cat: ./sys/module/acpiphp: Is a directory\n0\n0.03,\n0.00\n16\n", seen[True]
     assert "acpiphp" not in seen[False] and "0.03\n0.00" not in seen[False]
+    assert seen[False].endswith("\n8\n"), seen[False]
 
 
 @pytest.mark.docker

@@ -83,23 +83,30 @@ async def test_replay_agrees_with_the_recording(data_dir, file, limit, container
     assert share >= at_least, f"{file}: {share:.3f} of {len(results)} turns"
 
 
-# The paper's other models (docs/fidelity.md, "The paper's other models"): eight of the twelve Try Again
-# files, replayed whole as `replay --table` does, in 2 minutes (the other four, text-bison-001's and
-# text-davinci-003's fs 1 and 3, hold actions that run into the 10-second timeout, 15 to 20 of them
-# each: 3 to 4 minutes more; `replay --table trajectories/more/bash` replays all twelve, in
-# docs/fidelity.md). Per file: the episodes whose success differs from the recording's, each
-# explained there; those left out (the golds that reach the network); the share of turns whose
-# reward agrees, just under what was measured (2026-11-29, the same in every run).
+# The paper's other models (docs/fidelity.md, "The paper's other models"): ten of the twelve Try Again
+# files, replayed whole as `replay --table` does, in about 2 minutes. The other two, text-bison-001's
+# and text-davinci-003's fs 1, hold 20 and 15 actions that run into the 10-second timeout, each a core
+# busy all along: 3 to 4 minutes more, which the suite's 15 do not hold (`replay --table
+# trajectories/more/bash` replays all twelve, in docs/fidelity.md). Per file: the episodes whose
+# success differs from the recording's, each explained there; those left out (the golds that reach
+# the network); the share of turns whose reward agrees, just under what was measured (2026-11-29).
 MORE = {  # file: (success differs in, left out, agreement at least)
     "starchat_10_turns_fs_1": (set(), 0, 0.99),  # 1.000: #21 met the original host's acpiphp
     "starchat_10_turns_fs_2": ({"19"}, 1, 0.965),  # 0.974: #19 the recording's pace
     "starchat_10_turns_fs_3": ({"12"}, 0, 0.965),  # 0.974: #12 ctime, which can't be set
     "starchat_10_turns_fs_4": (set(), 3, 0.985),  # 0.994: #25 the original host's uptime and load
     "text-bison-001_10_turns_fs_2": (set(), 1, 0.99),  # 0.997: #52 two hosts
+    "text-bison-001_10_turns_fs_3": (set(), 0, 0.93),  # 0.942: #14 the original host's inodes
     "text-bison-001_10_turns_fs_4": ({"5"}, 3, 0.985),  # 0.995: #4 two hosts; #5 the live process list (pstree)
     "text-davinci-003_10_turns_fs_2": ({"48"}, 1, 0.99),  # 0.997: #48 tar's order of a directory
+    "text-davinci-003_10_turns_fs_3": (set(), 0, 0.955),  # 0.967: #34 the original host's inodes
     "text-davinci-003_10_turns_fs_4": (set(), 3, 0.91),  # 0.922
 }
+# Episodes whose success may differ from one run to the next, beside those above: #11's `ls -l /`
+# shows /proc's link count, which counts every process of this machine. The gold's `ls` and the
+# agent's agree only when no process started or ended between them: on the original's quiet machine
+# they did (and on this one alone), but not always beside the other tests (a CI run, 2026-11-29).
+MAY_DIFFER = {"text-davinci-003_10_turns_fs_4": {"11"}}
 
 
 def test_the_paper_s_other_models_replay_as_recorded(tmp_path, data_dir):
@@ -117,4 +124,5 @@ def test_the_paper_s_other_models_replay_as_recorded(tmp_path, data_dir):
     for name, (differ, left_out, at_least) in MORE.items():
         row = rows[name]
         seen = ({episode for _, episode, _ in row["differ"]}, row["left_out"], row["agreement"])
-        assert seen[:2] == (differ, left_out) and seen[2] >= at_least, (name, seen)
+        may = MAY_DIFFER.get(name, set())
+        assert differ <= seen[0] <= differ | may and seen[1] == left_out and seen[2] >= at_least, (name, seen)
