@@ -100,7 +100,7 @@ MORE = {  # file: (success differs in, left out, agreement at least)
     "text-bison-001_10_turns_fs_4": ({"5"}, 3, 0.985),  # 0.995: #4 two hosts; #5 the live process list (pstree)
     "text-davinci-003_10_turns_fs_2": ({"48"}, 1, 0.99),  # 0.997: #48 tar's order of a directory
     "text-davinci-003_10_turns_fs_3": (set(), 0, 0.955),  # 0.967: #34 the original host's inodes
-    "text-davinci-003_10_turns_fs_4": (set(), 3, 0.91),  # 0.922
+    "text-davinci-003_10_turns_fs_4": (set(), 3, 0.975),  # 0.987: #10 `man -k`, as the minimized Ubuntu's
 }
 # Episodes whose success may differ from one run to the next, beside those above: #11's `ls -l /`
 # shows /proc's link count, which counts every process of this machine. The gold's `ls` and the
