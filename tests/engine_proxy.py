@@ -55,13 +55,15 @@ class HangingProxy:
             if self._server is not None:
                 self._server.close()
                 await self._server.wait_closed()
-            await asyncio.sleep(0.05)  # a connection accepted just before the close starts its task
-            while self._connections:
-                pending = list(self._connections)
+            # Every other task of this loop serves a connection, one accepted just before the close
+            # too (whose task may not have run yet, so not be in _connections): end them all, until
+            # no new one came meanwhile.
+            me = asyncio.current_task()
+            while pending := [task for task in asyncio.all_tasks() if task is not me]:
                 for task in pending:
                     task.cancel()
                 await asyncio.gather(*pending, return_exceptions=True)
-                self._connections.difference_update(pending)
+            self._connections.clear()
         asyncio.run_coroutine_threadsafe(shut(), self._loop).result(30)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
