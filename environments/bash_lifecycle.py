@@ -33,12 +33,13 @@ from environments.bash import (
     BashGold,
     split_action,
 )
-from environments.file_ages import age_repository
+from environments.file_ages import FileAges, age_repository
 from environments.original_host import ADDRESSES, INODE_BYTES, MODULES, PROC
 from environments.runtime import default_pool_config
 from foundation.engine import engine_deadline
 from foundation.errors import SandboxError
 from foundation.pool import Pool, Sandbox
+from foundation.pool.container_sandbox import ContainerSandbox
 from tasks import Task
 
 LEAKY_RESET = "git reset --hard; git clean -fd;"
@@ -69,18 +70,20 @@ class OriginalLifecycleBashEnv(BashEnv):
             agent = await self._held.enter_async_context(pool.lease(twin))
             gold = await self._held.enter_async_context(pool.lease(twin))
             for sandbox, address in zip((agent, gold), ADDRESSES):
-                # Two hosts, as there: `hostname`, $HOSTNAME and /etc/hosts differ between the gold's
-                # output and the agent's (the recordings print `HOSTNAME=8191dc145a2a`, 172.17.0.2).
-                await sandbox.exec(["/bin/sh", "-c", f'echo "{address}\t$(hostname)" >> /etc/hosts'], cwd="/",
-                                   timeout=GOLD_TIMEOUT)
-                if self.original_host:
-                    await _give_modules(sandbox)
                 # A container's files have other inodes and ctimes than the build that indexed them,
                 # and git's first reset would rewrite them all (to 0644/0755, stamped now). The
                 # original's containers, made from the very layer that was committed, had a valid
                 # index: only what an episode changed got rewritten. Aged once: then the files
                 # age on, and resets write fresh ones, as there.
-                await age_repository(sandbox, task, await self.runtime.image_workdir(image))
+                workdir = await self.runtime.image_workdir(image)
+                await age_repository(sandbox, task, workdir)
+                if self.original_host:  # first: it restarts the container, which loses what follows
+                    await _give_ctimes(sandbox, task, workdir)
+                    await _give_modules(sandbox)
+                # Two hosts, as there: `hostname`, $HOSTNAME and /etc/hosts differ between the gold's
+                # output and the agent's (the recordings print `HOSTNAME=8191dc145a2a`, 172.17.0.2).
+                await sandbox.exec(["/bin/sh", "-c", f'echo "{address}\t$(hostname)" >> /etc/hosts'], cwd="/",
+                                   timeout=GOLD_TIMEOUT)
             self._containers[image] = (agent, gold)
         return self._containers[image]
 
@@ -142,6 +145,25 @@ class OriginalLifecycleBashEnv(BashEnv):
         changes = await self.changes(sandbox, self.strict)
         hashes = {path: await self.hash(sandbox, path, self.strict) for path, _ in changes}
         return BashGold(output, {mode: changes}, {mode: hashes})
+
+
+async def _give_ctimes(sandbox: Sandbox, task: Task, workdir: str) -> None:
+    """The ctimes of the original's image layer, on the files the aging copied into the container's
+    layer (stamped with this moment): `find -cmin +1440` and `-cmin -60` see them as old as the
+    image was when the recording was made (environments/file_ages.py, `FileAges.ctimes`). Where the
+    container's layer is not ours to edit (no disk cap of ours), the files keep this moment's."""
+    ages = FileAges.of(task)
+    if ages is None or not ages.roots or not isinstance(sandbox, ContainerSandbox) or not sandbox.layer_is_ours:
+        return
+    await sandbox.set_ctimes(ages.ctimes())
+    # The restart gave the copied-up files other inode numbers: their layer is another file system
+    # than the image's, and overlayfs keeps a lower file's number only in the mount that copied it
+    # up. A stat mismatch makes git's reset rewrite a file (a fresh age), so git now compares
+    # mtimes to the second, sizes and modes (it already left ctimes out: the aging rewrote them).
+    configured = await sandbox.exec(["git", "config", "core.checkStat", "minimal"], cwd=workdir, timeout=GOLD_TIMEOUT)
+    if configured.exit_code != 0:
+        raise SandboxError(f"could not configure git: {configured.output.strip()[-200:]}",
+                           container_id=sandbox.container_id, image=sandbox.image)
 
 
 async def _give_modules(sandbox: Sandbox) -> None:

@@ -92,6 +92,13 @@ class FileAges:
         return {"roots": list(self.roots), "anchor_ns": self.anchor_ns, "built_ns": self.built_ns,
                 "shift_ns": self.shift_ns, "base": list(self.base), "base_ns": self.base_ns}
 
+    def ctimes(self) -> dict[str, int]:
+        """The ctimes the original's image layers gave these files, in epoch seconds at the anchor:
+        the build's moment for the roots' (its set-up wrote them then, explicit dates or not), the
+        base's for the base's own files. Only an edit of the container's layer sets them."""
+        built, base = (self.anchor_ns - self.built_ns) // 10**9, (self.anchor_ns - self.base_ns) // 10**9
+        return {**{root: built for root in self.roots}, **{path: base for path in self.base}}
+
     @classmethod
     def of(cls, task: Task) -> FileAges | None:
         value = task.meta.get(META)

@@ -3,8 +3,10 @@ It implements the Sandbox protocol (foundation/sandbox.py)."""
 
 from __future__ import annotations
 
+import os
 import tarfile
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import aiodocker
@@ -13,6 +15,7 @@ from foundation.engine import engine_call
 from foundation.errors import DriverExited, SandboxError
 from foundation.sandbox import ActionLimits
 from foundation.driver_client import DriverClient, ExecResult, PythonResult, PythonRun
+from foundation.pool.disk import restamp_ctimes
 from foundation.sandbox import run_action
 
 # What an action that killed the container's processes gets back; it ran, and killed its own output.
@@ -115,6 +118,31 @@ class ContainerSandbox:
             if not alive:
                 raise lost from None
             raise
+
+    @property
+    def layer_is_ours(self) -> bool:
+        """Whether the container's writable layer is a file system of ours (a disk cap's, layer-fs),
+        which `set_ctimes` can edit."""
+        upper = self._member.upper_dir
+        return upper is not None and os.path.ismount(Path(upper).parent)
+
+    async def set_ctimes(self, stamps: dict[str, int]) -> int:
+        """Stop the container, give the entries of its writable layer under each path of `stamps`
+        that ctime (epoch seconds: foundation/pool/disk.py, `restamp_ctimes`), start it again with a
+        new driver; return how many entries got one. Its processes end, and what a tmpfs held is
+        gone; its files stay. Only on a capped layer of ours (layer-fs); else SandboxError."""
+        member = self._member
+        if member.upper_dir is None:
+            raise SandboxError("a ctime can be set only where the container's layer is on this host",
+                               container_id=self.container_id, image=self.image)
+        async with engine_call("stop the container", container_id=self.container_id, image=self.image):
+            await member.container.kill(signal="SIGKILL")
+            await member.container.wait()
+        stamped = await restamp_ctimes(Path(member.upper_dir).parent, stamps, self.container_id)
+        async with engine_call("start the container", container_id=self.container_id, image=self.image):
+            await member.container.start()
+        await member.restart_driver()
+        return stamped
 
     async def get(self, path: str) -> dict[str, bytes]:
         try:

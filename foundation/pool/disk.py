@@ -29,6 +29,7 @@ our file system.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import time
@@ -207,10 +208,92 @@ def _tidy(layer: Path) -> None:
         pass
 
 
-async def _run(argv: list[str], container_id: str) -> None:
-    process = await asyncio.create_subprocess_exec(*argv, stdin=asyncio.subprocess.DEVNULL,
-                                                   stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
-    output, _ = await process.communicate()
+async def _run(argv: list[str], container_id: str, text: str | None = None) -> None:
+    """`argv` to its end (given `text` on its standard input); killed when the wait is cancelled."""
+    process = await asyncio.create_subprocess_exec(
+        *argv, stdin=asyncio.subprocess.DEVNULL if text is None else asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+    try:
+        output, _ = await process.communicate(None if text is None else text.encode())
+    except asyncio.CancelledError:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        raise
     if process.returncode != 0:
-        text = output.decode(errors="replace").strip().splitlines()
-        raise DiskCapError(f"{argv[0]} failed: {text[-1] if text else process.returncode}", container_id=container_id)
+        lines = output.decode(errors="replace").strip().splitlines()
+        raise DiskCapError(f"{argv[0]} failed: {lines[-1] if lines else process.returncode}", container_id=container_id)
+
+
+CTIME_WAIT = 30.0  # seconds for the engine to let go of a stopped container's layer, and for each tool
+CTIME_MOUNT_OPTIONS = "noinit_itable,discard"  # MOUNT_OPTIONS, on the loop device that is already there
+
+
+async def restamp_ctimes(layer: Path, stamps: dict[str, int], container_id: str) -> int:
+    """Give every entry of a stopped container's writable layer under each path of `stamps` (a path
+    in the container) that ctime, in epoch seconds; return how many entries got one.
+
+    The kernel stamps a ctime with its own clock, and nothing sets it after. So this is an offline
+    edit of the layer's file system (`debugfs`), which must be ours (`layer-fs`): it is unmounted,
+    edited and mounted again, on the same loop device (held open meanwhile, else unmounting would
+    detach it). The engine mounts the container's root on it again when it starts."""
+    device = await asyncio.to_thread(_source_of, layer)
+    if device is None or not device.startswith("/dev/loop"):
+        raise DiskCapError("a ctime can be set only in a layer file system of ours (layer-fs disk caps)",
+                           container_id=container_id)
+    inodes = await asyncio.to_thread(_inodes_under, layer / "diff", stamps)
+    if not inodes:
+        return 0
+    held = await asyncio.to_thread(os.open, device, os.O_RDONLY)
+    try:
+        async with asyncio.timeout(CTIME_WAIT):
+            while await asyncio.to_thread(os.path.ismount, layer):
+                try:
+                    await _run(["umount", str(layer)], container_id)
+                except DiskCapError:  # the engine is still unmounting the container's root from it
+                    await asyncio.sleep(0.1)
+        commands = "".join(f"set_inode_field <{ino}> ctime @{when}\n" for ino, when in inodes)
+        async with asyncio.timeout(CTIME_WAIT):
+            await _run(["debugfs", "-w", "-f", "-", device], container_id, commands)
+        async with asyncio.timeout(CTIME_WAIT):
+            await _run(["mount", "-o", CTIME_MOUNT_OPTIONS, device, str(layer)], container_id)
+    finally:
+        await asyncio.to_thread(os.close, held)
+    ino, when = inodes[0]
+    if int((await asyncio.to_thread(_lstat_by_inode, layer / "diff", stamps, ino)).st_ctime) != when:
+        raise DiskCapError("debugfs did not set the layer's ctimes", container_id=container_id)
+    return len(inodes)
+
+
+def _source_of(layer: Path) -> str | None:
+    """The device of the file system mounted at `layer` (mountinfo's source field), if one is."""
+    for fields in _mounts():
+        if len(fields) > 5 and fields[4] == str(layer) and " - " in fields[5]:
+            return fields[5].split(" - ", 1)[1].split()[1]
+    return None
+
+
+def _entries_under(diff: Path, stamps: dict[str, int]) -> list[tuple[Path, int]]:
+    """Each entry of the layer under a stamped path (the path itself too), with its ctime."""
+    found = []
+    for path, when in stamps.items():
+        top = diff / path.strip("/")
+        if not top.is_dir() or top.is_symlink():
+            if os.path.lexists(top):
+                found.append((top, when))
+            continue
+        found.append((top, when))
+        for parent, dirs, files in os.walk(top):
+            found.extend((Path(parent) / name, when) for name in dirs + files)
+    return found
+
+
+def _inodes_under(diff: Path, stamps: dict[str, int]) -> list[tuple[int, int]]:
+    return [(os.lstat(path).st_ino, when) for path, when in _entries_under(diff, stamps)]
+
+
+def _lstat_by_inode(diff: Path, stamps: dict[str, int], ino: int) -> os.stat_result:
+    for path, _ in _entries_under(diff, stamps):
+        st = os.lstat(path)
+        if st.st_ino == ino:
+            return st
+    raise DiskCapError(f"inode {ino} is gone from the layer")

@@ -92,3 +92,28 @@ def test_the_sweep_file_sets_the_cap_per_image(tmp_path):
     path.write_text(body + '[pools]\nbash = 0\n')
     with pytest.raises(ConfigError, match="pools.bash.max_size: Input should be greater than or equal to 1"):
         load_sweep(Path(path))
+
+
+# What a replay of the original's recordings needs (environments/bash_lifecycle.py): files as old as
+# the original's image layer was, ctime included, which only an offline edit of the layer sets.
+AGED = "touch -a -d '2 days ago' /testbed/hello.c /testbed/Hello.java; touch -m -d '3 days ago' /testbed/hello.c"
+TIMES = "stat -c '%X %Y %Z' /testbed/hello.c /testbed/Hello.java"
+CONTENT = "md5sum /testbed/hello.c /testbed/Hello.java"  # a read: after the times were looked at
+
+
+async def test_set_ctimes_stamps_the_layer_and_leaves_the_rest_as_it_was(make_pool, fs1_image):
+    async with make_pool({fs1_image: ImagePoolConfig(min_idle=0, max_size=1)}) as pool:
+        assert pool.disk is not None
+        require_cap(pool.disk.mode)
+        async with pool.lease(fs1_image) as sandbox:
+            content = (await sandbox.run(CONTENT)).output
+            assert (await sandbox.run(AGED)).ok
+            before = (await sandbox.run(TIMES)).output.splitlines()
+            stamp = int((await sandbox.run("date +%s")).output) - 5 * 86400
+            assert await sandbox.set_ctimes({"/testbed": stamp}) >= 3  # the folder and the two files
+            after = (await sandbox.run(TIMES)).output.splitlines()
+            assert len(after) == len(before) == 2
+            for old, new in zip(before, after):  # each: its atime and mtime as they were, its ctime stamped
+                assert new.split()[:2] == old.split()[:2] and int(new.split()[2]) == stamp, (old, new)
+            assert (await sandbox.run(CONTENT)).output == content
+            assert (await sandbox.run("echo still here")).output == "still here\n"  # a new driver
