@@ -33,7 +33,7 @@ from environments.bash import (
     BashGold,
     split_action,
 )
-from environments.file_ages import FileAges, age_repository
+from environments.file_ages import FileAges, age_repository, checked
 from environments.original_host import ADDRESSES, INODE_BYTES, MODULES, PROC
 from environments.runtime import default_pool_config
 from foundation.engine import engine_deadline
@@ -153,27 +153,21 @@ async def _give_ctimes(sandbox: Sandbox, task: Task, workdir: str) -> None:
     image was when the recording was made (environments/file_ages.py, `FileAges.ctimes`). Where the
     container's layer is not ours to edit (no disk cap of ours), the files keep this moment's."""
     ages = FileAges.of(task)
-    if ages is None or not ages.roots or not isinstance(sandbox, ContainerSandbox) or not sandbox.layer_is_ours:
+    if ages is None or not ages.roots or not isinstance(sandbox, ContainerSandbox) or not await sandbox.layer_is_ours():
         return
     await sandbox.set_ctimes(ages.ctimes())
     # The restart gave the copied-up files other inode numbers: their layer is another file system
     # than the image's, and overlayfs keeps a lower file's number only in the mount that copied it
     # up. A stat mismatch makes git's reset rewrite a file (a fresh age), so git now compares
     # mtimes to the second, sizes and modes (it already left ctimes out: the aging rewrote them).
-    configured = await sandbox.exec(["git", "config", "core.checkStat", "minimal"], cwd=workdir, timeout=GOLD_TIMEOUT)
-    if configured.exit_code != 0:
-        raise SandboxError(f"could not configure git: {configured.output.strip()[-200:]}",
-                           container_id=sandbox.container_id, image=sandbox.image)
+    await checked(sandbox, ["git", "config", "core.checkStat", "minimal"], workdir, "configure git")
 
 
 async def _give_modules(sandbox: Sandbox) -> None:
     """The original host's kernel, as far as /sys/module goes: `find -name '*php'` from `/` met its
     `acpiphp` (environments/original_host.py). A directory each; their files are the kernel's."""
-    made = await sandbox.exec(["mkdir", "-p", *(f"{SYS_MODULE}/{name}" for name in MODULES)], cwd="/",
-                              timeout=GOLD_TIMEOUT)
-    if made.exit_code != 0:
-        raise SandboxError(f"could not give {SYS_MODULE} the original host's modules: {made.output.strip()[-200:]}",
-                           container_id=sandbox.container_id, image=sandbox.image)
+    await checked(sandbox, ["mkdir", "-p", *(f"{SYS_MODULE}/{name}" for name in MODULES)], "/",
+                  f"give {SYS_MODULE} the original host's modules")
 
 
 def _proc_binds() -> list[str]:

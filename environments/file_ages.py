@@ -115,7 +115,7 @@ async def age_files(sandbox: Sandbox, task: Task, *, atimes_only: bool = False) 
     if ages is None:
         return
     args = json.dumps({**ages.as_meta(), "atimes_only": atimes_only})
-    await _checked(sandbox, ["python3", "-c", SCRIPT, args], "/", "set the recording's file ages")
+    await checked(sandbox, ["python3", "-c", SCRIPT, args], "/", "set the recording's file ages")
 
 
 async def age_repository(sandbox: Sandbox, task: Task, workdir: str) -> None:
@@ -131,10 +131,11 @@ async def age_repository(sandbox: Sandbox, task: Task, workdir: str) -> None:
     await sandbox.exec(["git", "update-index", "-q", "--refresh"], cwd=workdir, timeout=TIMEOUT)
     if (ages := FileAges.of(task)) is not None and ages.roots:
         await age_files(sandbox, task, atimes_only=True)
-        await _checked(sandbox, ["git", "config", "core.trustctime", "false"], workdir, "configure git")
+        await checked(sandbox, ["git", "config", "core.trustctime", "false"], workdir, "configure git")
 
 
-async def _checked(sandbox: Sandbox, argv: list[str], cwd: str, what: str) -> None:
+async def checked(sandbox: Sandbox, argv: list[str], cwd: str, what: str) -> None:
+    """`argv` run in the sandbox; SandboxError (could not WHAT) when it fails or times out."""
     result = await sandbox.exec(argv, cwd=cwd, timeout=TIMEOUT)
     if result.exit_code != 0 or result.timed_out:
         raise SandboxError(f"could not {what}: {result.output.strip()[-200:]}",

@@ -3,6 +3,7 @@ It implements the Sandbox protocol (foundation/sandbox.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import tarfile
 from collections.abc import Sequence
@@ -119,22 +120,23 @@ class ContainerSandbox:
                 raise lost from None
             raise
 
-    @property
-    def layer_is_ours(self) -> bool:
+    async def layer_is_ours(self) -> bool:
         """Whether the container's writable layer is a file system of ours (a disk cap's, layer-fs),
         which `set_ctimes` can edit."""
         upper = self._member.upper_dir
-        return upper is not None and os.path.ismount(Path(upper).parent)
+        return upper is not None and await asyncio.to_thread(os.path.ismount, Path(upper).parent)
 
     async def set_ctimes(self, stamps: dict[str, int]) -> int:
         """Stop the container, give the entries of its writable layer under each path of `stamps`
         that ctime (epoch seconds: foundation/pool/disk.py, `restamp_ctimes`), start it again with a
         new driver; return how many entries got one. Its processes end, and what a tmpfs held is
-        gone; its files stay. Only on a capped layer of ours (layer-fs); else SandboxError."""
+        gone; its files stay. Only on a capped layer of ours (layer-fs); else SandboxError. The pool
+        removes the container when the lease ends: a layer edited offline is not its to reset."""
         member = self._member
         if member.upper_dir is None:
             raise SandboxError("a ctime can be set only where the container's layer is on this host",
                                container_id=self.container_id, image=self.image)
+        self.mark_broken("its layer's ctimes were set offline")
         async with engine_call("stop the container", container_id=self.container_id, image=self.image):
             await member.container.kill(signal="SIGKILL")
             await member.container.wait()

@@ -240,28 +240,25 @@ async def restamp_ctimes(layer: Path, stamps: dict[str, int], container_id: str)
     if device is None or not device.startswith("/dev/loop"):
         raise DiskCapError("a ctime can be set only in a layer file system of ours (layer-fs disk caps)",
                            container_id=container_id)
-    inodes = await asyncio.to_thread(_inodes_under, layer / "diff", stamps)
-    if not inodes:
+    entries = await asyncio.to_thread(_entries_under, layer / "diff", stamps)
+    if not entries:
         return 0
     held = await asyncio.to_thread(os.open, device, os.O_RDONLY)
     try:
         async with asyncio.timeout(CTIME_WAIT):
-            while await asyncio.to_thread(os.path.ismount, layer):
-                try:
-                    await _run(["umount", str(layer)], container_id)
-                except DiskCapError:  # the engine is still unmounting the container's root from it
-                    await asyncio.sleep(0.1)
-        commands = "".join(f"set_inode_field <{ino}> ctime @{when}\n" for ino, when in inodes)
-        async with asyncio.timeout(CTIME_WAIT):
+            # The stopped container's root, mounted on our file system, goes with the engine's clean-up.
+            while await asyncio.to_thread(os.path.ismount, layer / "merged"):
+                await asyncio.sleep(0.05)
+            await _run(["umount", str(layer)], container_id)
+            commands = "".join(f"set_inode_field <{ino}> ctime @{when}\n" for _, ino, when in entries)
             await _run(["debugfs", "-w", "-f", "-", device], container_id, commands)
-        async with asyncio.timeout(CTIME_WAIT):
             await _run(["mount", "-o", CTIME_MOUNT_OPTIONS, device, str(layer)], container_id)
     finally:
         await asyncio.to_thread(os.close, held)
-    ino, when = inodes[0]
-    if int((await asyncio.to_thread(_lstat_by_inode, layer / "diff", stamps, ino)).st_ctime) != when:
+    path, _, when = entries[0]
+    if int((await asyncio.to_thread(os.lstat, path)).st_ctime) != when:
         raise DiskCapError("debugfs did not set the layer's ctimes", container_id=container_id)
-    return len(inodes)
+    return len(entries)
 
 
 def _source_of(layer: Path) -> str | None:
@@ -272,28 +269,15 @@ def _source_of(layer: Path) -> str | None:
     return None
 
 
-def _entries_under(diff: Path, stamps: dict[str, int]) -> list[tuple[Path, int]]:
-    """Each entry of the layer under a stamped path (the path itself too), with its ctime."""
-    found = []
+def _entries_under(diff: Path, stamps: dict[str, int]) -> list[tuple[Path, int, int]]:
+    """Each entry of the layer under a stamped path (the path itself too): its path, inode and ctime."""
+    found: list[tuple[Path, int]] = []
     for path, when in stamps.items():
         top = diff / path.strip("/")
-        if not top.is_dir() or top.is_symlink():
-            if os.path.lexists(top):
-                found.append((top, when))
+        if not os.path.lexists(top):
             continue
         found.append((top, when))
-        for parent, dirs, files in os.walk(top):
-            found.extend((Path(parent) / name, when) for name in dirs + files)
-    return found
-
-
-def _inodes_under(diff: Path, stamps: dict[str, int]) -> list[tuple[int, int]]:
-    return [(os.lstat(path).st_ino, when) for path, when in _entries_under(diff, stamps)]
-
-
-def _lstat_by_inode(diff: Path, stamps: dict[str, int], ino: int) -> os.stat_result:
-    for path, _ in _entries_under(diff, stamps):
-        st = os.lstat(path)
-        if st.st_ino == ino:
-            return st
-    raise DiskCapError(f"inode {ino} is gone from the layer")
+        if top.is_dir() and not top.is_symlink():
+            for parent, dirs, files in os.walk(top):
+                found.extend((Path(parent) / name, when) for name in dirs + files)
+    return [(entry, os.lstat(entry).st_ino, when) for entry, when in found]
