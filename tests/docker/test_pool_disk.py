@@ -117,3 +117,4 @@ async def test_set_ctimes_stamps_the_layer_and_leaves_the_rest_as_it_was(make_po
                 assert new.split()[:2] == old.split()[:2] and int(new.split()[2]) == stamp, (old, new)
             assert (await sandbox.run(CONTENT)).output == content
             assert (await sandbox.run("echo still here")).output == "still here\n"  # a new driver
+            assert sandbox.broken  # retired at the lease's end, not reset for the next
