@@ -82,7 +82,11 @@ async def test_a_replay_sees_the_original_host_and_the_differential_harness_this
             await env.reset(task)
             step = await env.step(HOST_GOLD)
             gold = (await env.score())[1]["eval_obs"]
-        assert step.observation == gold  # the agent's container and the gold's alike
+        if original_host:
+            assert step.observation == gold  # the agent's container and the gold's alike
+        else:  # alike but for this machine's loads, which move between the two runs
+            ours, golds = step.observation.splitlines(), gold.splitlines()
+            assert (ours[0], ours[-1]) == (golds[0], golds[-1]), (ours, golds)
         seen[original_host] = gold
     assert seen[True] == "cat: ./sys/module/acpiphp: Is a directory\n0\n0.03,\n0.00\n16\n", seen[True]
     assert "acpiphp" not in seen[False] and "0.03\n0.00" not in seen[False]
