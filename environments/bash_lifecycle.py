@@ -20,6 +20,7 @@ new instance, that is with new containers.
 from __future__ import annotations
 
 import asyncio
+import base64
 import hashlib
 import tempfile
 from contextlib import AsyncExitStack
@@ -34,7 +35,7 @@ from environments.bash import (
     split_action,
 )
 from environments.file_ages import FileAges, age_repository, checked
-from environments.original_host import ADDRESSES, INODE_BYTES, MODULES, PROC
+from environments.original_host import ADDRESSES, INODE_BYTES, MODULES, PROC, recording_zone
 from environments.runtime import default_pool_config
 from foundation.engine import engine_deadline
 from foundation.errors import SandboxError
@@ -80,6 +81,7 @@ class OriginalLifecycleBashEnv(BashEnv):
                 if self.original_host:  # first: it restarts the container, which loses what follows
                     await _give_ctimes(sandbox, task, workdir)
                     await _give_modules(sandbox)
+                    await _give_clock(sandbox, task)
                 # Two hosts, as there: `hostname`, $HOSTNAME and /etc/hosts differ between the gold's
                 # output and the agent's (the recordings print `HOSTNAME=8191dc145a2a`, 172.17.0.2).
                 await sandbox.exec(["/bin/sh", "-c", f'echo "{address}\t$(hostname)" >> /etc/hosts'], cwd="/",
@@ -168,6 +170,22 @@ async def _give_modules(sandbox: Sandbox) -> None:
     `acpiphp` (environments/original_host.py). A directory each; their files are the kernel's."""
     await checked(sandbox, ["mkdir", "-p", *(f"{SYS_MODULE}/{name}" for name in MODULES)], "/",
                   f"give {SYS_MODULE} the original host's modules")
+
+
+async def _give_clock(sandbox: Sandbox, task: Task) -> None:
+    """The recording's wall clock as the containers' local time: /etc/localtime a zone whose offset
+    from UTC is the recording's moment less the replay's (environments/original_host.py,
+    `recording_zone`). `date`, `cal` and `ls -l` then print the recording's dates and times, as the
+    files' ages hold at it, whatever day the replay runs on; the kernel's clock, and so every age
+    (`find -mtime`, `ls -t`), is untouched. Without it `ls -l` printed this day's month: StarChat fs3
+    #1's `ls -l | grep ".c"` matched "Oct" and "Dec" and nothing in the recording's June."""
+    ages = FileAges.of(task)
+    if ages is None or not ages.roots or not ages.shift_ns:
+        return
+    zone = base64.b64encode(recording_zone(-round(ages.shift_ns / 10**9))).decode()
+    write = ("import base64, os, sys\nif os.path.lexists('/etc/localtime'): os.remove('/etc/localtime')\n"
+             "open('/etc/localtime', 'wb').write(base64.b64decode(sys.argv[1]))")
+    await checked(sandbox, ["python3", "-c", write, zone], "/", "give the recording's clock")
 
 
 def _proc_binds() -> list[str]:

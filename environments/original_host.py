@@ -8,6 +8,8 @@ showed. The containers of a replay run on this machine's kernel, whose `/sys` is
 
 from __future__ import annotations
 
+import struct
+
 # The original's two containers on Docker's default bridge, in the order its BashEnv made them
 # (the agent's, then the gold's): the addresses /etc/hosts gives their host names.
 ADDRESSES = ("172.17.0.2", "172.17.0.3")
@@ -57,3 +59,17 @@ PROC = {
 # StarChat at #50), and `ls -al` a total 4K above its entries' with `.` of size 4096 (StarChat #9).
 # Our capped layers have 512-byte inodes (foundation/pool/disk.py); a replay's get the original's.
 INODE_BYTES = 256
+
+
+def recording_zone(offset_s: int, name: str = "UTC") -> bytes:
+    """A time zone file (TZif, version 2) of one zone `offset_s` seconds east of UTC, named `name`:
+    the original's containers were on UTC, and a replay's, whose kernel clock is this day's, show
+    the recording's day and time with the offset between the two. glibc takes any offset from
+    such a file (a TZ string stops at 24 hours), so `date`, `ls -l` and `cal` print that wall clock."""
+    abbreviation = name.encode() + b"\0"
+
+    def block() -> bytes:  # no transitions, one type, no leap seconds: alike for 32- and 64-bit times
+        counts = struct.pack(">6l", 0, 0, 0, 0, 1, len(abbreviation))
+        return b"TZif2" + bytes(15) + counts + struct.pack(">lBB", offset_s, 0, 0) + abbreviation
+
+    return block() + block() + b"\n\n"  # no TZ string after the data: the one type holds for ever

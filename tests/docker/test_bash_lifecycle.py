@@ -5,6 +5,7 @@ Then our own lifecycle's golds that depend on the time: cached briefly, never ac
 from __future__ import annotations
 
 import time
+from datetime import datetime, timedelta, timezone
 from collections.abc import AsyncIterator
 from dataclasses import replace
 
@@ -14,6 +15,7 @@ import pytest
 import environments.bash as bash_module
 from environments.bash import BashEnv
 from environments.bash_lifecycle import OriginalLifecycleBashEnv
+from environments.file_ages import FileAges
 from environments.runtime import Runtime
 from tasks import load_tasks
 from tests.conftest import clean_runtime
@@ -91,6 +93,33 @@ async def test_a_replay_sees_the_original_host_and_the_differential_harness_this
     assert seen[True] == "cat: ./sys/module/acpiphp: Is a directory\n0\n0.03,\n0.00\n16\n", seen[True]
     assert "acpiphp" not in seen[False] and "0.03\n0.00" not in seen[False]
     assert seen[False].endswith("\n8\n"), seen[False]
+
+
+# A recording made 2023-06-06 16:45 UTC, two days after its image's build: the replay's containers show
+# that wall clock (the day and time), their files as old as they were then; the kernel's clock, and so
+# `date -u` and every age, stay this machine's. The differential harness keeps this machine's clock.
+RECORDED = datetime(2023, 6, 6, 16, 45, tzinfo=timezone.utc)
+CLOCK = "date '+%Y-%m-%d %H:%M'; date -u +%Y; ls -ld --time-style=+%F /starter; find /starter -maxdepth 0 -mtime +1 | wc -l"
+
+
+@pytest.mark.docker
+async def test_a_replay_shows_the_recording_s_wall_clock_whatever_the_day(runtime: Runtime) -> None:
+    anchor = time.time_ns()
+    ages = FileAges(("/starter",), anchor, 2 * 86400 * 10**9, anchor - int(RECORDED.timestamp()) * 10**9)
+    task = load_tasks("starter-bash")[0]
+    task = replace(task, gold=CLOCK, meta={**task.meta, "file_ages": ages.as_meta()})
+    seen = {}
+    for original_host in (True, False):
+        async with OriginalLifecycleBashEnv(runtime, original_host=original_host) as env:
+            await env.reset(task)
+            seen[original_host] = (await env.step(CLOCK)).observation.splitlines()
+    now = datetime.now(timezone.utc)
+    wall, year, listed, old = seen[True]
+    assert abs(datetime.strptime(wall, "%Y-%m-%d %H:%M").replace(tzinfo=timezone.utc) - RECORDED) < timedelta(minutes=5)
+    assert int(year) == now.year and listed.endswith(" 2023-06-04 /starter") and old == "1", seen[True]
+    wall, year, listed, old = seen[False]
+    assert abs(datetime.strptime(wall, "%Y-%m-%d %H:%M").replace(tzinfo=timezone.utc) - now) < timedelta(minutes=5)
+    assert int(year) == now.year and listed.endswith(f" {now - timedelta(days=2):%Y-%m-%d} /starter") and old == "1", seen[False]
 
 
 @pytest.mark.docker

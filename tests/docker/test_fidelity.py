@@ -93,7 +93,7 @@ async def test_replay_agrees_with_the_recording(data_dir, file, limit, container
 MORE = {  # file: (success differs in, left out, agreement at least)
     "starchat_10_turns_fs_1": (set(), 0, 0.99),  # 1.000: #21 met the original host's acpiphp
     "starchat_10_turns_fs_2": ({"19"}, 1, 0.965),  # 0.974: #19 the recording's pace
-    "starchat_10_turns_fs_3": (set(), 0, 0.98),  # 0.992: #12 the image layer's ctimes
+    "starchat_10_turns_fs_3": (set(), 0, 0.99),  # 0.998: #54 results.txt re-dated by a reset (0.992 before the recording's wall clock)
     "starchat_10_turns_fs_4": (set(), 3, 0.985),  # 0.994: #25 the original host's uptime and load
     "text-bison-001_10_turns_fs_2": (set(), 1, 0.99),  # 0.997: #52 two hosts
     "text-bison-001_10_turns_fs_3": (set(), 0, 0.93),  # 0.942: #14 the original host's inodes
@@ -107,6 +107,13 @@ MORE = {  # file: (success differs in, left out, agreement at least)
 # agent's agree only when no process started or ended between them: on the original's quiet machine
 # they did (and on this one alone), but not always beside the other tests (a CI run, 2026-11-29).
 MAY_DIFFER = {"text-davinci-003_10_turns_fs_4": {"11"}}
+# Turns whose reward may differ from one machine to the next, beside those above, each file's count
+# added to its agreeing turns: fs4 #2's `ls -l $(which c++)` (which finds none) lists `/`, and its
+# gold `ls -ald` lists `.`, both dated when this machine made its base and its images. fs4's file
+# ages are unknown, so the replay keeps them: on a machine whose base and images were made minutes
+# apart (a fresh one), the two outputs share those dates' words and the output's part rises (0.92
+# recorded, 0.96 ours), on one where days lay between, it does not (2026-12-06, issue 44).
+MACHINE_TURNS = {"starchat_10_turns_fs_4": 2, "text-davinci-003_10_turns_fs_4": 2}
 
 
 # The two files the suite leaves out, replayed by `./dev test-long` (CI runs it after `./dev test`).
@@ -135,7 +142,9 @@ def replayed_as_recorded(tmp_path: Path, data_dir: Path, expected: dict[str, tup
         row = rows[name]
         seen = ({episode for _, episode, _ in row["differ"]}, row["left_out"], row["agreement"])
         may = MAY_DIFFER.get(name, set())
-        assert differ <= seen[0] <= differ | may and seen[1] == left_out and seen[2] >= at_least, (name, seen)
+        agreed = min(row["agreed"] + MACHINE_TURNS.get(name, 0), row["turns"])
+        assert differ <= seen[0] <= differ | may and seen[1] == left_out and agreed >= at_least * row["turns"], (
+            name, seen)
 
 
 def test_the_paper_s_other_models_replay_as_recorded(tmp_path, data_dir):
