@@ -36,6 +36,7 @@ RUNTIME_DIR = "/usr/lib/intercode/runtime"
 DOWNLOAD_TIMEOUT = 900.0  # seconds pip may take to fetch an agent and what it needs
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "linux_x86_64")
 CONSTRAINTS = "litellm!=1.107.0\n"  # a compromised release, never installed anywhere
+PIP_WHEEL = "pip==25.3"  # the pip that installs an agent's wheels in its layer: pinned, never the index's newest
 HEAD = """\
 # An installed agent's layer (orchestrator/images/agent_layer.py): its packages, fetched on the host,
 # installed offline.
@@ -76,7 +77,7 @@ COPY --from=install {home} {home}
 def agent_spec(name: str, pip: list[str], npm: list[str]) -> ImageSpec:
     """The image spec of agent `name`'s layer, its packages fetched first (once: they are cached
     by what is asked for). ImageError in one line when pip or npm can't fetch them."""
-    recipe = [HEAD, PIP if pip else "", NODE + NODE_WHEEL if npm else "", TAIL, CONSTRAINTS]  # a new recipe: a new layer
+    recipe = [HEAD, PIP + PIP_WHEEL if pip else "", NODE + NODE_WHEEL if npm else "", TAIL, CONSTRAINTS]  # a new recipe: a new layer
     key = hashlib.sha256("\n".join([name, *pip, "--npm--", *npm, *recipe]).encode()).hexdigest()[:12]
     context = cache_dir() / "agents" / f"{name}-{key}"
     if not _complete(context):
@@ -106,7 +107,7 @@ def _fetch_pip(name: str, requirements: list[str], wheels: Path) -> str:
     (wheels / "constraints.txt").write_text(CONSTRAINTS)
     _run(name, "pip", [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--dest",
                        str(wheels), "--only-binary=:all:", "--python-version", "3.11",
-                       *(f"--platform={p}" for p in PLATFORMS), "-c", str(wheels / "constraints.txt"), "pip",
+                       *(f"--platform={p}" for p in PLATFORMS), "-c", str(wheels / "constraints.txt"), PIP_WHEEL,
                        *requirements], requirements)
     pip = next((p.name for p in wheels.glob("pip-*.whl")), None)
     if pip is None:

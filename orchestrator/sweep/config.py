@@ -101,8 +101,10 @@ class InstalledAgentConfig(BaseModel):
     model_config = _STRICT
 
     name: str = Field(pattern=r"^[a-z][a-z0-9_-]{0,39}$", description="its strategy name, in `strategies`")
-    pip: list[str] = Field(default_factory=list, max_length=50, description="what to install, as pip requirements "
-                           "(downloaded with pip on this machine, installed offline into the agent's own layer)")
+    pip: list[str] = Field(default_factory=list, max_length=300, description="what to install, as pip requirements "
+                           "(downloaded with pip on this machine, installed offline into the agent's own layer; what "
+                           "they need and leave unpinned is resolved when the layer is first made: pin every package "
+                           "to install exactly those)")
     npm: list[str] = Field(default_factory=list, max_length=50, description="what to install, as npm packages "
                            "(installed with npm on this machine, run with Debian's Node.js in the agent's layer)")
     command: str = Field(min_length=1, description="run by bash in the task's working directory; $INSTRUCTION holds "

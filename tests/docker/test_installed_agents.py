@@ -21,6 +21,9 @@ from tests.stores import rows
 pytestmark = pytest.mark.docker
 EXAMPLE = PROJECT_ROOT / "examples" / "installed-agent" / "sweep.toml"
 HELLO = PROJECT_ROOT / "tests" / "fixtures" / "harbor" / "hello-file"
+# mini-swe-agent and every package it needs, pinned: the test installs these, whatever the index's newest
+PINNED = [line for line in (PROJECT_ROOT / "tests" / "fixtures" / "agents" / "mini-swe-agent.txt").read_text().splitlines()
+          if line and not line.startswith("#")]
 LOCAL = '[[models]]\nname = "openai/sim"\nlocal = { latency = 0.01, solve_rate = 1.0, seed = 5 }\n'
 
 
@@ -39,6 +42,8 @@ def probe(tmp_path: Path, command: str, *, timeout: float | None = None, pip: st
 def test_mini_swe_agent_runs_on_starter_bash_and_a_harbor_folder_with_the_local_model(tmp_path, capsys):
     text = EXAMPLE.read_text().replace('output = "runs/installed-agent"', f'output = "{tmp_path / "out"}"')
     text = text.replace('strategies = ["tools", "mini-swe-agent"]', 'strategies = ["mini-swe-agent"]')
+    assert 'pip = ["mini-swe-agent==2.4.6"]' in text and "mini-swe-agent==2.4.6" in PINNED
+    text = text.replace('pip = ["mini-swe-agent==2.4.6"]', f"pip = {json.dumps(PINNED)}")
     # Two starter tasks and a Harbor folder: each episode starts mini-swe-agent, whose imports take seconds of CPU
     text = text.split("[[models]]")[0] + LOCAL + f'[[tasks]]\ndataset = "starter-bash"\nlimit = 2\n[[tasks]]\nharbor = "{HELLO}"\n'
     sweep = tmp_path / "sweep.toml"
