@@ -100,7 +100,7 @@ class HarborEnv(WorkspaceEnv):
         self._skills: list[Skill] = []
 
     def variables(self, task: Task) -> dict[str, str]:
-        return resolve(dict(task.meta.get("env") or {}))
+        return resolve(dict(task.meta.get("env") or {}), task.meta.get("host_env") or ())
 
     def start_dir(self, task: Task, image_workdir: str) -> str:
         return str(task.meta.get("workdir") or image_workdir)
@@ -320,7 +320,7 @@ class HarborEnv(WorkspaceEnv):
         await sandbox.exec(["rm", "-rf", "/tests"], cwd="/", timeout=30.0)
         for folder in tests:
             await sandbox.put("/tests", tar_of(folder))
-        env = resolve({**(self.task.meta.get("env") or {}), **verifier_env})
+        env = resolve({**(self.task.meta.get("env") or {}), **verifier_env}, self.task.meta.get("host_env") or ())
         run = await sandbox.exec([SHELL, "-c", VERIFY], cwd=self.workdir, timeout=timeout, env=env)
         output = run.output[-VERIFIER_OUTPUT:]
         if run.timed_out:

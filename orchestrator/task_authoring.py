@@ -85,10 +85,10 @@ def init_task(folder: Path) -> Path:
     return folder
 
 
-async def open_shell(path: Path, *, which: str | None, allow_internet: bool) -> int:
+async def open_shell(path: Path, *, which: str | None, allow_internet: bool, host_env: list[str] | None = None) -> int:
     """An interactive shell in a fresh container of the task at `path`; the container is removed
     when the shell ends. The shell's exit status."""
-    task_set = await asyncio.to_thread(of_directory, path, allow_internet=allow_internet)
+    task_set = await asyncio.to_thread(of_directory, path, allow_internet=allow_internet, host_env=host_env)
     task = _one(task_set.tasks, which, path)
     if reason := task.meta.get("unavailable"):
         raise ConfigError(f"task {task.id} is unavailable here: {reason}")

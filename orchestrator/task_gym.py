@@ -26,10 +26,12 @@ if TYPE_CHECKING:
 
 
 class TaskGymEnv(IntercodeGymEnv):
-    def __init__(self, path: str | Path, allow_internet: bool = False, reward_mode: str = "original") -> None:
+    def __init__(self, path: str | Path, allow_internet: bool = False, reward_mode: str = "original",
+                 host_env: list[str] | None = None) -> None:
         """`path`: an environment of your own (a directory with environment.toml), a Harbor task
-        folder or a folder of them; `allow_internet`: Harbor tasks whose task.toml allows it get a network."""
-        task_set = of_directory(path, allow_internet=allow_internet)
+        folder or a folder of them; `allow_internet`: Harbor tasks whose task.toml allows it get a network;
+        `host_env`: the variables of this machine their `${VAR}` templates may take (none by default)."""
+        task_set = of_directory(path, allow_internet=allow_internet, host_env=host_env)
         self._images = task_set.images
         super().__init__(task_set.kind, reward_mode=reward_mode, tasks=task_set.tasks, pools=task_set.pools())
 

@@ -49,10 +49,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def _internet(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow-internet", action="store_true", help="Harbor: give the network to tasks whose "
                         "task.toml asks for the internet")
+    parser.add_argument("--host-env", action="append", default=[], metavar="NAME", help="Harbor: a variable of "
+                        "this machine that the tasks' ${NAME} templates may take (none by default); repeatable")
 
 
 async def run_check(args: argparse.Namespace) -> int:
-    task_set = of_directory(args.dir, allow_internet=args.allow_internet)
+    task_set = of_directory(args.dir, allow_internet=args.allow_internet, host_env=args.host_env)
     tasks = [t for t in task_set.tasks if not args.only or str(t.meta.get("name", t.index)) in args.only]
     if not tasks:
         raise ConfigError(f"no task of {args.dir} is named {', '.join(args.only)}")
@@ -76,4 +78,4 @@ async def run_init(args: argparse.Namespace) -> int:
 
 
 async def run_shell(args: argparse.Namespace) -> int:
-    return await open_shell(args.task, which=args.which, allow_internet=args.allow_internet)
+    return await open_shell(args.task, which=args.which, allow_internet=args.allow_internet, host_env=args.host_env)

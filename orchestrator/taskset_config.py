@@ -33,6 +33,9 @@ class TaskSetConfig(BaseModel):
     dump: str | None = Field(None, description="kind sql: the .sql file the tasks' databases are loaded from")
     allow_internet: bool = Field(False, description="harbor: give the network to tasks whose task.toml allows "
                                  "the internet (off: no task has a network)")
+    host_env: list[str] = Field(default_factory=list, max_length=100, description="harbor: the variables of this "
+                                "machine that its tasks' `${VAR}` templates may take (none by default: a task that "
+                                "asks for another, say a provider's key, is refused)")
     name: str | None = Field(None, description="how results call this set; default: the dataset or the folder's name")
     filter: str | None = Field(None, description="regular expression; keep tasks whose query matches")
     indices: list[int] | None = Field(None, max_length=MAX_TASKS, description="keep only these task indices")
@@ -46,6 +49,14 @@ class TaskSetConfig(BaseModel):
     def _known_dataset(cls, value: str | None) -> str | None:
         if value is not None and value not in DATASETS:
             raise ValueError(f"unknown dataset {value!r}; allowed: {', '.join(DATASETS)} (or give `path` or `harbor`)")
+        return value
+
+    @field_validator("host_env")
+    @classmethod
+    def _variable_names(cls, value: list[str]) -> list[str]:
+        bad = [name for name in value if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name)]
+        if bad:
+            raise ValueError(f"not a variable's name: {', '.join(map(repr, bad))} (give names, not values)")
         return value
 
     @field_validator("filter")
@@ -70,6 +81,8 @@ class TaskSetConfig(BaseModel):
             self._check_task_file()
         if self.allow_internet and self.harbor is None:
             raise ValueError("`allow_internet` is for Harbor tasks")
+        if self.host_env and self.harbor is None:
+            raise ValueError("`host_env` is for Harbor tasks")
         return self
 
     def _check_task_file(self) -> None:

@@ -36,6 +36,7 @@ from orchestrator.taskset_config import TaskSetConfig
 from tasks import DATASETS, DatasetInfo, Task, load_tasks, register_dataset
 from orchestrator.images.ensure import ensure_images
 from tasks.harbor import is_task, read_harbor
+from tasks.harbor_config import host_refusal, host_variables
 from tasks.harbor_config import resolve as resolve_env
 from tasks.own import is_environment, read_environment
 
@@ -86,21 +87,21 @@ def resolve(spec: TaskSetConfig, *, base_dir: Path, data_dir: Path | None) -> Ta
     return replace(found, tasks=_select(spec, found.tasks))
 
 
-def of_directory(directory: str | Path, *, allow_internet: bool = False) -> TaskSet:
+def of_directory(directory: str | Path, *, allow_internet: bool = False, host_env: list[str] | None = None) -> TaskSet:
     """The tasks of a directory: an environment of your own, or Harbor task folders (one, or a
     folder of them), registered (`tasks check`, the Python API and the gym adapter start here)."""
     root = Path(directory).expanduser().resolve()
     if is_environment(root):
         spec = TaskSetConfig(path=str(root))
     elif root.is_dir() and (is_task(root) or any(is_task(p) for p in root.iterdir() if p.is_dir())):
-        spec = TaskSetConfig(harbor=str(root), allow_internet=allow_internet)
+        spec = TaskSetConfig(harbor=str(root), allow_internet=allow_internet, host_env=host_env or [])
     else:
         raise ConfigError(f"{directory} is neither an environment of your own (no environment.toml) nor Harbor task "
                           "folders (no task.toml with instruction.md)")
     return resolve(spec, base_dir=Path.cwd(), data_dir=None)
 
 
-async def prepare(directory: str | Path, *, allow_internet: bool = False) -> TaskSet:
+async def prepare(directory: str | Path, *, allow_internet: bool = False, host_env: list[str] | None = None) -> TaskSet:
     """`of_directory`, with its images built where missing or out of date: for the Python API.
 
         task_set = await prepare("my-env/")
@@ -108,7 +109,7 @@ async def prepare(directory: str | Path, *, allow_internet: bool = False) -> Tas
             async with make_environment(task_set.kind, runtime) as env:
                 observation = await env.reset(task_set.tasks[0])
     """
-    task_set = await asyncio.to_thread(of_directory, directory, allow_internet=allow_internet)
+    task_set = await asyncio.to_thread(of_directory, directory, allow_internet=allow_internet, host_env=host_env)
     await ensure_images(task_set.images, None)
     return task_set
 
@@ -167,15 +168,20 @@ def _harbor(spec: TaskSetConfig, root: Path) -> TaskSet:
     hardening: dict[str, dict[str, Any]] = {}
     for task in read_harbor(root, label):
         meta = task.meta
-        if "unavailable" in meta:
+        refusal = None if "unavailable" in meta else host_refusal(meta, spec.host_env)
+        if refusal is not None:  # never built: a task that asks for a variable of this machine it may not have
+            task = replace(task, meta={**meta, "unavailable": refusal})
+        if "unavailable" in task.meta:
             tasks.append(task)
             continue
+        # the variables of this machine its templates may take, by name: their values are read when it runs
+        meta = {**meta, "host_env": sorted(set(host_variables(meta)) & set(spec.host_env))}
         folder = Path(meta["dir"])
         context = Path(meta["main_context"]) if meta.get("main_context") else folder / "environment"
         source = register(ImageSpec(f"{_short(task.image)}-src", meta.get("main_dockerfile") or "Dockerfile",
                                     context_dir=context, timeout=meta["build_timeout"], prebuilt=meta["docker_image"],
                                     source=folder))
-        services = [_service(task, service) for service in meta.get("services", [])]
+        services = [_service(task, service, meta["host_env"]) for service in meta.get("services", [])]
         register(own_layer(_short(task.image), source, companions=tuple(_short(s["image"]) for s in services)))
         network = bool(meta["allow_internet"] and spec.allow_internet)
         # what its container is given: a verifier that fails offline is told why
@@ -188,7 +194,7 @@ def _harbor(spec: TaskSetConfig, root: Path) -> TaskSet:
     return TaskSet(label, tasks, hardening, digest, notes=_harbor_notes(spec, tasks), sources=folders)
 
 
-def _service(task: Task, service: dict[str, Any]) -> dict[str, Any]:
+def _service(task: Task, service: dict[str, Any], host_env: list[str]) -> dict[str, Any]:
     """A compose service of a Harbor task: its image registered (built from its context, or the
     engine's image it names), and what its pool starts it with."""
     name = f"{_short(task.image)}-svc-{re.sub(r'[^a-z0-9]+', '-', service['name'].lower()).strip('-')[:30]}"
@@ -196,7 +202,7 @@ def _service(task: Task, service: dict[str, Any]) -> dict[str, Any]:
     spec = register(ImageSpec(name, service["dockerfile"], context_dir=context, timeout=task.meta["build_timeout"],
                               prebuilt=service["image"], source=Path(task.meta["dir"])))
     return {"name": service["name"], "image": spec.tag.removesuffix(":latest"), "command": service["command"],
-            "entrypoint": service["entrypoint"], "environment": resolve_env(service["environment"]),
+            "entrypoint": service["entrypoint"], "environment": resolve_env(service["environment"], host_env),
             "working_dir": service["working_dir"], "user": service["user"], "healthcheck": service["healthcheck"],
             "depends_on": service["depends_on"]}
 

@@ -18,6 +18,7 @@ import math
 import os
 import re
 import tomllib
+from collections.abc import Collection, Mapping
 from typing import Any
 
 AGENT_TIMEOUT, VERIFIER_TIMEOUT, BUILD_TIMEOUT = 600.0, 600.0, 600.0  # Harbor's defaults
@@ -210,14 +211,54 @@ def _reward_strategy(value: Any) -> str:
     return str(value)
 
 
-def resolve(env: dict[str, str]) -> dict[str, str]:
+def resolve(env: dict[str, str], allowed: Collection[str] = ()) -> dict[str, str]:
     """Variables with their `${VAR}` and `${VAR:-default}` templates taken from this machine's
-    environment (as Harbor does, when the task runs: never stored)."""
+    environment when the task runs (as Harbor does; never stored), but only the variables in
+    `allowed`: any other template takes its default, or nothing (a task that needs one is refused
+    before it runs: `host_variables`)."""
     resolved = {}
     for name, value in env.items():
         found = TEMPLATE.fullmatch(value)
-        resolved[name] = value if found is None else os.environ.get(found.group(1), found.group(2) or "")
+        if found is None:
+            resolved[name] = value
+        elif found.group(1) in allowed and found.group(1) in os.environ:
+            resolved[name] = os.environ[found.group(1)]
+        else:
+            resolved[name] = found.group(2) or ""
     return resolved
+
+
+def host_variables(meta: Mapping[str, Any]) -> dict[str, tuple[str, bool]]:
+    """The variables of this machine a Harbor task's templates name: VAR -> (where, whether the
+    template gives a default), from its environment's, verifier's and steps' env and its services'."""
+    tables = [("[environment] env", meta.get("env") or {}), ("[verifier] env", meta.get("verifier_env") or {})]
+    tables += [(f"[[steps]] {step['name']} verifier env", step.get("verifier_env") or {}) for step in meta.get("steps") or []]
+    tables += [(f"service {service['name']}'s environment", service.get("environment") or {})
+               for service in meta.get("services") or []]
+    found: dict[str, tuple[str, bool]] = {}
+    for where, env in tables:
+        for name, value in env.items():
+            template = TEMPLATE.fullmatch(str(value))
+            if template is not None:
+                var, has_default = template.group(1), template.group(2) is not None
+                if var not in found or (found[var][1] and not has_default):
+                    found[var] = (f"{where} `{name}`", has_default)
+    return found
+
+
+def host_refusal(meta: Mapping[str, Any], allowed: Collection[str]) -> str | None:
+    """Why a Harbor task can't take what its templates ask of this machine, in one line; None when
+    it can. A variable not in `allowed` is never read (a downloaded task must not hand a provider's
+    key to its agent or its services): one without a default refuses the task; an allowed one
+    without a default must be set."""
+    for var, (where, has_default) in sorted(host_variables(meta).items()):
+        if var not in allowed and not has_default:
+            return (f"task.toml's {where} takes ${{{var}}} from this machine, which this task set does not allow: "
+                    f"allow it with `host_env = [\"{var}\"]` in its [[tasks]] (tasks check and tasks shell: "
+                    f"--host-env {var}), or remove it")
+        if var in allowed and not has_default and var not in os.environ:
+            return f"task.toml's {where} needs the variable {var} set on this machine: export it, then run again"
+    return None
 
 
 def _table(data: dict[str, Any], name: str) -> dict[str, Any]:
@@ -300,18 +341,13 @@ def _workdir(value: Any) -> str | None:
 
 
 def _env(value: Any, key: str) -> dict[str, str]:
-    """A table of variables; a `${VAR}` template without a default needs VAR set here."""
+    """A table of variables, its `${VAR}` templates kept (`host_refusal` checks them against what
+    the task set allows, `resolve` fills them when the task runs)."""
     if value is None:
         return {}
     if not isinstance(value, dict) or not all(isinstance(v, str | int | float) for v in value.values()):
         raise Malformed(f"task.toml's {key} must be a table of texts")
-    env = {str(k): str(v) for k, v in value.items()}
-    for name, text in env.items():
-        found = TEMPLATE.fullmatch(text)
-        if found and found.group(2) is None and found.group(1) not in os.environ:
-            raise Unsupported(f"task.toml's {key} `{name}` = \"{text}\" needs the variable {found.group(1)} set on this "
-                              "machine: export it, then run again")
-    return env
+    return {str(k): str(v) for k, v in value.items()}
 
 
 def _literal(env: dict[str, str]) -> dict[str, str]:

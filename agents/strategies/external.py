@@ -61,13 +61,15 @@ class ModelHandle:
     `log` keeps each call's messages and answer (an installed agent's steps are read from it);
     `rewrite` puts an answer in the agent's own form (an offline model answers in the kind's);
     past `max_calls` calls that offer tools (an agent's steps; the calls it makes for other ends,
-    a summary or a title, offer none), or ten times as many calls in all, a call raises OutOfTurns.
+    a summary or a title, offer none), or ten times as many calls in all, a call raises OutOfTurns;
+    with `every_call`, past `max_calls` calls of any kind (an agent of yours: its turns).
     A call that offers tools is the next turn of an offline model's answers (the oracle's), the
     others are turns of their own."""
 
-    def __init__(self, model: Model, task: Task, *, rewrite: Rewrite | None = None, max_calls: int | None = None) -> None:
+    def __init__(self, model: Model, task: Task, *, rewrite: Rewrite | None = None, max_calls: int | None = None,
+                 every_call: bool = False) -> None:
         self.model, self.task, self.calls, self.pending = model, task, 0, ""
-        self.rewrite, self.max_calls = rewrite, max_calls
+        self.rewrite, self.max_calls, self.every_call = rewrite, max_calls, every_call
         self.tool_calls = 0  # calls that offered tools
         self.failure: ModelError | None = None  # the first call that failed: the episode's status
         self.closed = False
@@ -80,7 +82,8 @@ class ModelHandle:
     async def complete(self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None = None) -> Answer:
         if self.closed:
             raise EpisodeEnded(f"the episode of {self.task.id} has ended")
-        if self.max_calls is not None and (self.tool_calls >= self.max_calls and tools or self.calls >= 10 * self.max_calls):
+        if self.max_calls is not None and (self.tool_calls >= self.max_calls and tools or self.calls >= 10 * self.max_calls
+                                           or self.every_call and self.calls >= self.max_calls):
             raise OutOfTurns(f"the episode's {self.max_calls} turns (model calls) are used up")
         turn, self.calls = (self.tool_calls if tools else self.calls), self.calls + 1
         self.tool_calls += 1 if tools else 0
@@ -198,7 +201,8 @@ class ExternalStrategy:
     async def run(self, env: EpisodeEnvironment, task: Task, model: Model, *, max_turns: int) -> EpisodeOutcome:
         outcome = EpisodeOutcome(task.id)
         await env.reset(task, multi_turn=True)
-        handle_model = ModelHandle(model, task)
+        # its model calls are its turns too, through the gateway's door as through `episode.model`
+        handle_model = ModelHandle(model, task, max_calls=max_turns, every_call=True)
         door = self.doors.open(handle_model) if self.doors is not None else None
         episode = EpisodeHandle(env, task, outcome, handle_model, max_turns, door.access if door else None)
         try:

@@ -4,7 +4,9 @@ copied out to this machine, and their episodes placed in containers that mount w
 An installed agent's episode runs in its task's image under another name (the same image, tagged
 `<image>-with-<agent>`), whose pool mounts, read-only, the agent's files and the driver's runtime
 (orchestrator/images/agent_layer.py), and the gateway's folder, with its socket and the proxy the
-agent's SDK reaches it through. The terminus harness's twins mount the runtime (its tmux). So
+agent's SDK reaches it through, read-only too: every container of the sweep mounts it, so an agent
+must not be able to change the proxy the next episodes run, unlink the socket or bind its own, or
+leave a file there (a connection to a socket needs no write to its file system). The terminus harness's twins mount the runtime (its tmux). So
 nothing is rebuilt per task, golds are shared with the other strategies (same image id), and the
 container still has no network.
 
@@ -86,7 +88,7 @@ async def _binds(docker: aiodocker.Docker, layers: dict[str, ImageSpec], failed:
         if spec.tag.removesuffix(":latest") in failed or gateway_dir is None:
             continue
         files = await extract(docker, spec.tag, f"{AGENTS_DIR}/{name}", host_folders())
-        found[name] = [f"{files}:{AGENTS_DIR}/{name}:ro", f"{runtime}:{RUNTIME_DIR}:ro", f"{gateway_dir}:{GATEWAY_DIR}"]
+        found[name] = [f"{files}:{AGENTS_DIR}/{name}:ro", f"{runtime}:{RUNTIME_DIR}:ro", f"{gateway_dir}:{GATEWAY_DIR}:ro"]
     return found
 
 

@@ -93,6 +93,35 @@ def test_the_container_has_no_network_and_no_key(tmp_path, capsys):
     assert "sim" in files["models"]  # the gateway answered through the socket: the container's one way out
 
 
+GATEWAY = "/run/intercode-gateway"
+ATTACK = (f'{{ echo evil > {GATEWAY}/proxy.py; echo "proxy $?"; rm -f {GATEWAY}/gateway.sock; echo "socket $?"; '
+          f'touch {GATEWAY}/planted; echo "plant $?"; python3 -c "import socket; s = socket.socket(socket.AF_UNIX); '
+          f"s.bind('{GATEWAY}/gateway.sock.2')\" 2>/dev/null; echo \"bind $?\"; }} > \"$HOME/attack.txt\" 2>&1; "
+          'python3 -c "import urllib.request,os; print(urllib.request.urlopen(urllib.request.Request('
+          "os.environ['OPENAI_BASE_URL'] + '/models', headers={'Authorization': 'Bearer ' + "
+          "os.environ['OPENAI_API_KEY']})).read().decode())\" > \"$HOME/models.txt\"; exit 0")
+
+
+def test_an_agent_cannot_change_what_the_next_episodes_of_the_sweep_share(tmp_path, capsys):
+    """The gateway's folder is mounted into every container of the sweep: an agent that tries to
+    overwrite the proxy, unlink the socket, bind its own or plant a file changes nothing, and each
+    episode after it starts its agent and reaches its model as if alone (issue 45)."""
+    keep = json.dumps([f"/root/.intercode-agent/home/{name}.txt" for name in ("attack", "models")])
+    sweep = probe(tmp_path, ATTACK, keep=keep, tasks='[[tasks]]\ndataset = "starter-bash"\nlimit = 3\n')
+    sweep.write_text(sweep.read_text().replace("max_turns = 4", "max_turns = 4\nconcurrency = 1"))
+    assert main(["sweep", str(sweep), "--quiet"]) == 0
+    found = rows(tmp_path / "out", "SELECT status, error, id FROM episodes ORDER BY id")
+    assert len(found) == 3 and all(status == "submitted" and not error for status, error, _ in found), found
+    breakdowns = [json.loads(b) for b, in rows(tmp_path / "out", "SELECT breakdown FROM turns WHERE action LIKE '{ echo%'")]
+    assert len(breakdowns) == 3
+    for breakdown in breakdowns:
+        files = {Path(k).stem: v for k, v in breakdown.items() if k.startswith("/")}
+        statuses = dict(line.rsplit(" ", 1) for line in files["attack"].splitlines() if line.split(" ")[0] in
+                        ("proxy", "socket", "plant", "bind"))
+        assert set(statuses) == {"proxy", "socket", "plant", "bind"} and "0" not in statuses.values(), files["attack"]
+        assert "sim" in files["models"], files  # its agent started and reached the model through the socket
+
+
 @pytest.mark.parametrize(("command", "status", "words"), [
     ("echo partial work; exit 3", "submitted", "exit status 3"),
     ("yes intercode", "agent_error", "probe: the agent printed more than 8 MB and was stopped"),

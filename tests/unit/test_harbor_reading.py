@@ -94,7 +94,6 @@ def config(text: str) -> tuple[dict, list[str]]:
     ('[verifier]\nenvironment_mode = "separate"', Unsupported, "a verifier container of its own"),
     ('[environment]\ngpus = 1', Unsupported, "`gpus`"),
     ('[environment]\nos = "windows"', Unsupported, "only Linux"),
-    ('[verifier]\nenv = { KEY = "${INTERCODE_TEST_UNSET_VARIABLE}" }', Unsupported, "needs the variable"),
     ('[solution]\nenv = { KEY = "${HOME}" }', Unsupported, "stored with the oracle's action"),
     ('[environment]\nmemory = "2G"\nmemory_mb = 1024', Malformed, "disagree"),
     ('[environment]\nstorage = "lots"', Malformed, "expected a size"),
@@ -138,7 +137,8 @@ def test_a_template_is_resolved_from_this_machine_only_when_the_task_runs(monkey
     settings, _ = config('[verifier]\nenv = { TOKEN = "${INTERCODE_TEST_TOKEN}", MODE = "${MODE_UNSET:-fast}" }')
     assert settings["verifier_env"] == {"TOKEN": "${INTERCODE_TEST_TOKEN}", "MODE": "${MODE_UNSET:-fast}"}  # kept
     from tasks.harbor_config import resolve
-    assert resolve(settings["verifier_env"]) == {"TOKEN": "secret", "MODE": "fast"}
+    assert resolve(settings["verifier_env"], ["INTERCODE_TEST_TOKEN"]) == {"TOKEN": "secret", "MODE": "fast"}
+    assert resolve(settings["verifier_env"]) == {"TOKEN": "", "MODE": "fast"}  # not allowed: never read
 
 
 @pytest.mark.parametrize("text", ["7", "-0.5", "1.0001", "nan", "inf"])

@@ -206,6 +206,34 @@ async def test_an_sdk_agent_reaches_the_model_through_the_gateway(local, tmp_pat
     assert [t.action for t in outcome.turns] == ["grep -c ERROR starter/logs/app.log", "submit"]
 
 
+SPENDER = '''
+import openai
+class A:
+    async def run(self, episode, model):
+        gateway = episode.gateway
+        async with openai.AsyncOpenAI(base_url=gateway.openai_base_url, api_key=gateway.api_key, max_retries=0) as client:
+            with open(LOG, "a") as log:
+                for _ in range(20):  # never a step: the model's answers spent, outside the turns it was given
+                    try:
+                        await client.chat.completions.create(model="any", messages=[{"role": "user", "content": "more"}])
+                    except openai.BadRequestError as refused:
+                        log.write(f"refused {refused.status_code}\\n")
+                        return
+                    log.write("answered\\n")
+'''
+
+
+async def test_an_agent_of_yours_gets_at_most_max_turns_model_calls_through_the_gateway(local, tmp_path):
+    """Its calls through the gateway are its turns, as its steps are: issue 45 saw 6 answered with
+    max_turns = 3, each charged to the sweep's budget."""
+    log = tmp_path / "calls.log"
+    agent_file(tmp_path, f"LOG = {str(log)!r}\n" + SPENDER)
+    async with LLMGateway.serve() as gateway:
+        outcome = await run_agent(local, "mine.py:A", tmp_path, max_turns=3, gateway=gateway)
+    assert log.read_text().splitlines() == ["answered"] * 3 + ["refused 400"], log.read_text()
+    assert not outcome.turns and outcome.status != "solved"
+
+
 async def test_the_gateway_refuses_a_wrong_token_and_an_ended_episodes():
     async with LLMGateway.serve() as gateway:
         door = gateway.open(ModelHandle(OracleModel(), starter("bash", 0)))
