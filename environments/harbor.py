@@ -56,7 +56,7 @@ from environments.base import (ACTION_EXECUTED, ScoringFailed, Skill, StepResult
                                VerifierError, VerifierOffline, VerifierTimedOut)
 from environments.kind import KindSpec, register
 from environments.workspace import WorkspaceEnv, describe, json_safe
-from foundation.sandbox import files_tar
+from foundation.sandbox import TooLarge, files_tar
 from tasks.harbor import KIND
 from tasks.harbor_config import resolve
 
@@ -345,15 +345,12 @@ class HarborEnv(WorkspaceEnv):
         sources = [*artifacts, {"source": HARBOR_ARTIFACTS, "destination": None, "exclude": []}]
         for artifact in sources:
             source = str(PurePosixPath(self.workdir) / artifact["source"])  # an absolute source stays as it is
-            size = await self.sandbox.exec(["du", "-sb", source], cwd="/", timeout=30.0)
-            if size.exit_code != 0:
-                continue  # not there (Harbor records the attempt and goes on)
-            total = int(size.output.split()[0]) if size.output.split()[:1] and size.output.split()[0].isdigit() else 0
-            if total > ARTIFACT_MOST:
-                self._artifacts.append({"path": source, "step": step, "size": total, "text": None,
+            try:  # counted on our side as it streams: nothing in the container can make us read more
+                files = await self.sandbox.get(source, most=ARTIFACT_MOST)
+            except TooLarge as too:
+                self._artifacts.append({"path": source, "step": step, "size": too.seen, "text": None,
                                         "truncated": True, "note": f"larger than {ARTIFACT_MOST >> 20} MB: not copied"})
                 continue
-            files = await self.sandbox.get(source)
             for name, data in sorted(files.items()):
                 if any(fnmatch(name, pattern) or fnmatch(PurePosixPath(name).name, pattern)
                        for pattern in artifact["exclude"]):

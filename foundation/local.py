@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from pathlib import Path
 
 from foundation.errors import SandboxError
-from foundation.sandbox import ActionLimits, run_action
+from foundation.sandbox import ActionLimits, TooLarge, run_action
 from foundation.driver_client import DriverClient, ExecResult, PythonRun
 from foundation.settings import PROJECT_ROOT
 
@@ -95,13 +95,18 @@ class LocalSandbox:
     async def put(self, dest: str, tar: bytes) -> int:
         return await self.driver.put(str(self.path(dest)), tar)
 
-    async def get(self, path: str) -> dict[str, bytes]:
+    async def get(self, path: str, *, most: int) -> dict[str, bytes]:
         where = self.path(path)
         if where.is_file():
-            return {where.name: where.read_bytes()}
-        if not where.is_dir():
+            files = {where.name: where}
+        elif where.is_dir():
+            files = {str(f.relative_to(where)): f for f in sorted(where.rglob("*")) if f.is_file()}
+        else:
             return {}
-        return {str(f.relative_to(where)): f.read_bytes() for f in sorted(where.rglob("*")) if f.is_file()}
+        seen = sum(f.stat().st_size for f in files.values())  # counted before anything is read
+        if seen > most:
+            raise TooLarge(path, seen)
+        return {name: f.read_bytes() for name, f in files.items()}
 
     async def services(self) -> dict[str, str]:
         return {}  # no services beside a directory

@@ -23,8 +23,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from foundation.driver_client import ExecResult, PythonResult, PythonRun
 
-__all__ = ["ActionLimits", "ExecResult", "PythonResult", "PythonRun", "Sandbox", "SandboxProvider", "files_tar",
-           "run_action", "simplify_path"]
+__all__ = ["ActionLimits", "ExecResult", "PythonResult", "PythonRun", "Sandbox", "SandboxProvider", "TooLarge",
+           "files_tar", "run_action", "simplify_path"]
+
+
+class TooLarge(Exception):  # noqa: N818 — what the files are, as the caller reports it
+    """Files asked for out of a sandbox held more than the bytes allowed; `seen`: those counted."""
+
+    def __init__(self, path: str, seen: int) -> None:
+        super().__init__(f"{path} holds more than {seen} bytes")
+        self.path, self.seen = path, seen
 
 
 class ActionLimits(BaseModel):
@@ -74,10 +82,12 @@ class Sandbox(Protocol):
         """Unpack the uncompressed tar `tar` under the directory `dest` (made if missing): files
         handed in by the host, such as a verifier's tests. Returns how many members it had."""
 
-    async def get(self, path: str) -> dict[str, bytes]:
+    async def get(self, path: str, *, most: int) -> dict[str, bytes]:
         """The regular files at `path` (a file, or a folder and all under it), by their path inside
         it (a file's own name for a file): files handed out to the host, such as a task's artifacts.
-        {} when there is nothing there."""
+        {} when there is nothing there. TooLarge once more than `most` bytes of them have been
+        counted, on our side: what is inside the container (a replaced `du`, a sparse file grown
+        meanwhile) can't make us read more."""
 
     async def services(self) -> dict[str, str]:
         """The services beside it (a task's compose services), each at the address this machine

@@ -62,9 +62,18 @@ def _assistant(content: Any) -> dict[str, Any]:
     return message
 
 
+SERVER_TOOLS = ("web_search", "web_fetch", "code_execution", "computer", "mcp")  # Anthropic runs these itself
+
+
 def _tool(tool: Any) -> dict[str, Any]:
+    """A client tool, as a function of its name and input schema; a server tool (web search, code
+    execution, ...), which the provider would run outside the container, is refused."""
     if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
         raise WireError(400, "tools: each tool must be an object with a `name`")
+    kind = str(tool.get("type") or "custom")
+    if kind.startswith(SERVER_TOOLS):
+        raise WireError(400, f"tools: {kind!r} is a tool the provider runs, outside the container: only client "
+                             "tools are served here")
     parameters = tool.get("input_schema") or {"type": "object", "properties": {}}
     return {"type": "function", "function": {"name": tool["name"], "description": str(tool.get("description", "")),
                                              "parameters": parameters}}

@@ -20,10 +20,26 @@ def read(body: Any) -> Call:
         raise WireError(400, "the body must be a JSON object with a non-empty `messages` list")
     messages = [_message(m) for m in body["messages"]]
     tools = body.get("tools") or None
-    if tools is not None and not (isinstance(tools, list) and all(isinstance(t, dict) for t in tools)):
+    if tools is not None and not isinstance(tools, list):
         raise WireError(400, "`tools` must be a list of function objects")
+    tools = [_tool(t) for t in tools] if tools else None
     options = body.get("stream_options") or {}
     return Call(messages, tools, bool(body.get("stream")), bool(isinstance(options, dict) and options.get("include_usage")))
+
+
+def _tool(tool: Any) -> dict[str, Any]:
+    """A function tool, as the agent declared it, and nothing else of it: a provider's hosted tools
+    (`web_search_preview`, `code_interpreter`, `mcp`, ...) would run outside the container, its
+    network and the budget, so they are refused."""
+    function = tool.get("function") if isinstance(tool, dict) else None
+    if not isinstance(tool, dict) or tool.get("type", "function") != "function":
+        kind = tool.get("type") if isinstance(tool, dict) else type(tool).__name__
+        raise WireError(400, f"tools: only function tools are served here, not {kind!r} (a provider's hosted tools "
+                             "would reach outside the container)")
+    if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+        raise WireError(400, "tools: each function tool needs a `function` with a `name`")
+    kept = {key: function[key] for key in ("name", "description", "parameters", "strict") if key in function}
+    return {"type": "function", "function": kept}
 
 
 def _message(message: Any) -> dict[str, Any]:

@@ -33,7 +33,16 @@ from agents.own import Answer, GatewayAccess, OutOfTurns
 from agents.strategies.external import EpisodeEnded, ModelHandle
 from foundation.concurrency import TaskOwner
 
-MAX_BODY = 64 << 20  # bytes of one request: an agent's whole conversation
+# What one agent may send, bounded on our side (an agent is a stranger's code; one must not starve
+# the others): a request's body (an agent's whole conversation; providers take 32 MB at most), the
+# time it may take to send it, its calls in flight at once, how long an idle connection is kept.
+MAX_BODY = 16 << 20
+BODY_TIMEOUT = 30.0
+MAX_IN_FLIGHT = 4  # calls of one token at once; an SDK agent makes one at a time
+KEEPALIVE = 30.0  # aiohttp's default keeps an idle connection an hour
+LINGER = 1.0  # seconds the rest of a refused body is read before its connection closes (aiohttp's default: 10)
+JSON_IN_THREAD = 1 << 16  # bytes of a body from which its JSON is parsed off the event loop
+UNREAD = (408, 413, 415)  # refusals that leave a body unread: the connection is closed after them
 TOKEN_PREFIX = "icgw-"
 Reader = Callable[[Any], Call]
 
@@ -46,6 +55,7 @@ class Door:
         self.token = TOKEN_PREFIX + secrets.token_urlsafe(24)
         self.calls = TaskOwner(f"gateway-{model.task.id}")
         self.running: set[asyncio.Task[Answer]] = set()
+        self.in_flight = 0  # requests of this token being read or answered
 
     @property
     def access(self) -> GatewayAccess:
@@ -89,7 +99,8 @@ class LLMGateway:
         app.router.add_post("/chat/completions", gateway._openai)
         app.router.add_post("/v1/messages", gateway._anthropic)
         app.router.add_get("/v1/models", gateway._models)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False, keepalive_timeout=KEEPALIVE,
+                               lingering_time=LINGER)
         await runner.setup()
         try:
             site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -136,16 +147,20 @@ class LLMGateway:
     async def _handle(self, request: web.Request, read: Reader, error: Callable[[int, str], dict[str, Any]],
                       respond: Callable[[web.Request, Call, Answer, Usage, str], Awaitable[web.StreamResponse]],
                       ) -> web.StreamResponse:
+        door: Door | None = None
         try:
             door = self._door(request)
-            try:
-                body = await request.json()
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                raise WireError(400, "the body is not JSON") from None
-            call = read(body)
+            if door.in_flight >= MAX_IN_FLIGHT:
+                door = None  # not counted: it is refused before anything is read
+                raise WireError(429, f"this token has {MAX_IN_FLIGHT} calls in flight already: wait for one")
+            door.in_flight += 1
+            call = read(await _body(request))
             answer, usage = await door.answer(call)
         except WireError as exc:
-            return web.json_response(error(exc.status, exc.message), status=exc.status)
+            response = web.json_response(error(exc.status, exc.message), status=exc.status)
+            if exc.status in UNREAD:
+                response.force_close()  # the rest of its body is read for LINGER at most, then the connection ends
+            return response
         except ModelError as exc:
             status = 402 if exc.kind == "budget" else 503
             return web.json_response(error(status, str(exc)), status=status, headers={"x-should-retry": "false"})
@@ -155,6 +170,9 @@ class LLMGateway:
             if asyncio.current_task() is not None and asyncio.current_task().cancelling():  # type: ignore[union-attr]
                 raise  # the server is closing
             return web.json_response(error(401, "this token's episode has ended"), status=401)
+        finally:
+            if door is not None:
+                door.in_flight -= 1
         return await respond(request, call, answer, usage, door.model.name)
 
     async def _openai_answer(self, request: web.Request, call: Call, answer: Answer, usage: Usage,
@@ -168,6 +186,26 @@ class LLMGateway:
         if not call.stream:
             return web.json_response(anthropic_wire.message(answer, model, usage))
         return await _stream(request, anthropic_wire.events(answer, model, usage))
+
+
+async def _body(request: web.Request) -> Any:
+    """The request's JSON, bounded: no compressed body (a small one can unpack to gigabytes), at
+    most MAX_BODY bytes, sent within BODY_TIMEOUT; a large one parsed off the event loop."""
+    if request.headers.get("Content-Encoding", "identity").strip().lower() not in ("", "identity"):
+        raise WireError(415, "send the body uncompressed (no Content-Encoding)")
+    if (request.content_length or 0) > MAX_BODY:
+        raise WireError(413, f"the body is larger than {MAX_BODY >> 20} MB")
+    try:
+        async with asyncio.timeout(BODY_TIMEOUT):
+            raw = await request.read()
+    except TimeoutError:
+        raise WireError(408, f"the body took longer than {BODY_TIMEOUT:g} s to arrive") from None
+    except web.HTTPRequestEntityTooLarge:
+        raise WireError(413, f"the body is larger than {MAX_BODY >> 20} MB") from None
+    try:
+        return json.loads(raw) if len(raw) < JSON_IN_THREAD else await asyncio.to_thread(json.loads, raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise WireError(400, "the body is not JSON") from None
 
 
 async def _stream(request: web.Request, events: Iterator[bytes]) -> web.StreamResponse:

@@ -4,6 +4,7 @@ It implements the Sandbox protocol (foundation/sandbox.py)."""
 from __future__ import annotations
 
 import asyncio
+import io
 import os
 import tarfile
 from collections.abc import Sequence
@@ -14,12 +15,13 @@ import aiodocker
 
 from foundation.engine import engine_call
 from foundation.errors import DriverExited, SandboxError
-from foundation.sandbox import ActionLimits
+from foundation.sandbox import ActionLimits, TooLarge
 from foundation.driver_client import DriverClient, ExecResult, PythonResult, PythonRun
 from foundation.pool.disk import restamp_ctimes
 from foundation.sandbox import run_action
 
 # What an action that killed the container's processes gets back; it ran, and killed its own output.
+TAR_HEADROOM = 1 << 20  # bytes of a tar's headers and padding beyond the files' own, for a few thousand files
 KILLED = ("[the action killed every process of the container, the environment's driver among them: the driver "
           "was started again, with a fresh shell and interpreter]")
 KILLED_RESULT = ExecResult(exit_code=137, output=KILLED)
@@ -146,15 +148,30 @@ class ContainerSandbox:
         await member.restart_driver()
         return stamped
 
-    async def get(self, path: str) -> dict[str, bytes]:
-        try:
-            async with engine_call("copy files out of the container", container_id=self.container_id, image=self.image):
-                archive = await self._member.container.get_archive(path)
-        except aiodocker.DockerError as exc:
-            if exc.status == 404:
-                return {}
-            raise SandboxError(f"could not copy {path} out: {exc.message}", container_id=self.container_id) from exc
-        return files_of(archive)
+    async def get(self, path: str, *, most: int) -> dict[str, bytes]:
+        """The engine's archive of `path`, read as it streams and counted here: past `most` bytes
+        (and a tar's headers) the stream is closed and TooLarge raised, whatever the container says
+        of its size. aiodocker's get_archive reads the whole answer first, so the request is made on
+        its session (the Engine API's GET /containers/{id}/archive)."""
+        container = self._member.container
+        url = f"{container.docker.docker_host}/containers/{container.id}/archive"
+        buffer = bytearray()
+        async with engine_call("copy files out of the container", container_id=self.container_id, image=self.image):
+            async with container.docker.session.get(url, params={"path": path}) as response:
+                if response.status == 404:
+                    return {}
+                if response.status != 200:
+                    message = (await response.content.read(1000)).decode(errors="replace").strip()
+                    raise SandboxError(f"could not copy {path} out: {response.status} {message}",
+                                       container_id=self.container_id)
+                async for chunk in response.content.iter_chunked(1 << 16):
+                    buffer += chunk
+                    if len(buffer) > most + TAR_HEADROOM:
+                        raise TooLarge(path, len(buffer))
+        files = files_of(tarfile.open(fileobj=io.BytesIO(bytes(buffer))))
+        if sum(map(len, files.values())) > most:
+            raise TooLarge(path, sum(map(len, files.values())))
+        return files
 
     async def services(self) -> dict[str, str]:
         group = self._member.group

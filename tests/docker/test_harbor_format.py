@@ -86,6 +86,23 @@ async def test_a_service_is_healthy_first_reached_by_name_and_its_state_is_the_e
     assert await managed() == ([], [])  # no container, no network left
 
 
+# The agent replaces `du` (the size check the collection once asked the container for) and leaves a
+# sparse file of 256 MB (no disk) where Harbor collects artifacts: read whole, it took the sweep's
+# memory. Now the stream is counted on our side and closed past 16 MB (issue 45).
+HOSTILE_ARTIFACT = ("printf '#!/bin/sh\\necho \"0 $2\"\\n' > /usr/bin/du && chmod +x /usr/bin/du && mkdir -p /logs/artifacts "
+                    "&& truncate -s 256M /logs/artifacts/huge.bin && du -sb /logs/artifacts")
+
+
+@pytest.mark.docker
+async def test_an_artifact_larger_than_its_cap_is_not_read_whatever_the_container_says():
+    (episode,) = await run_oracle(HARBOR / "hello-file", actions=[HOSTILE_ARTIFACT, "submit"])
+    assert episode["observations"][0].strip() == "0 /logs/artifacts"  # the container's own word, a lie
+    [kept] = [a for a in episode["breakdown"]["artifacts"] if a["path"] == "/logs/artifacts"]
+    assert kept["note"] == "larger than 16 MB: not copied" and kept["text"] is None, kept
+    assert 16 << 20 < kept["size"] <= (17 << 20) + (1 << 16), kept  # the stream closed just past the cap
+    assert episode["failure"] is None
+
+
 @pytest.mark.docker
 async def test_the_images_entrypoint_runs_as_harbor_runs_it():
     (episode,) = await run_oracle(HARBOR / "entrypoint-gateway")

@@ -17,7 +17,7 @@ from environments import make_environment
 from environments.runtime import Runtime
 from foundation.errors import SandboxError
 from foundation.local import MARKER, LocalProvider, LocalSandbox
-from foundation.sandbox import Sandbox
+from foundation.sandbox import Sandbox, TooLarge
 from tasks import Task, load_tasks
 
 IMAGE = "local/notes"
@@ -118,6 +118,16 @@ async def test_try_again_feeds_back_and_scores_every_turn_on_a_local_sandbox(run
     rewards = [turn.reward for turn in outcome.turns]
     assert len(rewards) == 3 and rewards[1] == 0.0 and 0 < rewards[0] < 1 and rewards[2] == 1.0
     assert outcome.turns[1].action is None and not outcome.turns[1].executed
+
+
+async def test_files_handed_out_are_counted_before_they_are_read():
+    async with LocalProvider({IMAGE: SEED}).lease(IMAGE) as sandbox:
+        assert await sandbox.get("/notes", most=100) == {"a.txt": b"alpha\nbeta\n", "b.txt": b"gamma\n"}
+        assert await sandbox.get("/nothing", most=100) == {}
+        assert (await sandbox.run("truncate -s 1G notes/sparse")).ok  # a gigabyte of no disk
+        with pytest.raises(TooLarge) as raised:
+            await sandbox.get("/notes", most=100)
+        assert raised.value.seen > 1 << 30
 
 
 def test_the_local_sandbox_satisfies_the_protocol_statically():
