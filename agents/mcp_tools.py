@@ -47,6 +47,8 @@ MAX_PAGES = 20  # pages of a server's tool listing read
 NAME = re.compile(r"[^A-Za-z0-9_-]")
 NAME_LIMIT = 64  # characters of a function name providers accept
 DESCRIPTION_LIMIT = 1024
+RESULT_LIMIT = 64 * 1024  # characters of a tool's result kept (as an action's output is capped)
+RESPONSE_LIMIT = 16 << 20  # bytes of one response of a server read at most (an SSE stream: all of them)
 UNREACHABLE = -32098  # the JSON-RPC error code of a request the network failed (_Guarded)
 ACTION = "mcp:"  # how a call is written as a turn's action: mcp:<server>.<tool> {arguments}
 
@@ -199,6 +201,8 @@ def rendered(result: mcp_types.CallToolResult) -> str:
     if not parts and result.structured_content is not None:
         parts = [json.dumps(result.structured_content, ensure_ascii=False)]
     text = "\n".join(parts)
+    if len(text) > RESULT_LIMIT:
+        text = f"{text[:RESULT_LIMIT]}\n[result truncated: {len(text) - RESULT_LIMIT} characters omitted]"
     if result.is_error:
         return f"Error: the tool reported a failure: {text or '(no message)'}"
     return text
@@ -263,8 +267,12 @@ class _GuardedStream(httpx2.AsyncByteStream):
         self._inner = inner
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
+        read = 0
         try:
             async for chunk in self._inner:
+                read += len(chunk)
+                if read > RESPONSE_LIMIT:  # a server is a task's code: it does not fill this process
+                    raise httpx2.StreamError(f"the server sent more than {RESPONSE_LIMIT >> 20} MB in one response")
                 yield chunk
         except httpx2.TransportError as exc:
             raise httpx2.StreamError(_why(exc)) from exc

@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import random
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from environments.kind import kind_spec
 from environments.own import own_kind
@@ -44,6 +46,11 @@ __all__ = ["TaskSet", "TaskSetConfig", "of_directory", "prepare", "resolve"]
 
 OWN_BUILD_TIMEOUT = 1800.0  # seconds a Dockerfile of yours may take to build
 HARBOR_PIDS = 2048  # processes a Harbor task's container may run (builds, test runners)
+# The most a task.toml may ask for, whatever it says (a stranger's task must not take the machine): this
+# machine's cores and memory, and a disk cap of 32 GB (Terminal-Bench's tasks ask 10 GB)
+MOST_CPUS = float(os.cpu_count() or 1)
+MOST_MEMORY_MB = (os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")) >> 20
+MOST_STORAGE_MB = 32 << 10
 # Harbor's containers keep Docker's defaults: a service its entrypoint starts may listen on port 80.
 HARBOR_CAP_DROP = [cap for cap in DEFAULT_CAP_DROP if cap != "NET_BIND_SERVICE"]
 
@@ -166,6 +173,7 @@ def _harbor(spec: TaskSetConfig, root: Path) -> TaskSet:
     label = spec.label
     tasks = []
     hardening: dict[str, dict[str, Any]] = {}
+    capped: list[str] = []  # tasks that asked for more than the machine gives
     for task in read_harbor(root, label):
         meta = task.meta
         refusal = None if "unavailable" in meta else host_refusal(meta, spec.host_env)
@@ -184,14 +192,34 @@ def _harbor(spec: TaskSetConfig, root: Path) -> TaskSet:
         services = [_service(task, service, meta["host_env"]) for service in meta.get("services", [])]
         register(own_layer(_short(task.image), source, companions=tuple(_short(s["image"]) for s in services)))
         network = bool(meta["allow_internet"] and spec.allow_internet)
+        if (outside := _outside_servers(meta)) and not network:  # this process would call them: not off the task's network
+            tasks.append(replace(task, meta={**meta, "unavailable": (
+                f"task.toml's MCP server {outside[0]} is not one of the task's services, and the task has no "
+                "internet: an MCP server runs at one of its compose services, or the task asks for the internet "
+                "and its [[tasks]] says allow_internet = true")}))
+            continue
         # what its container is given: a verifier that fails offline is told why
         tasks.append(replace(task, meta={**meta, "internet": network}))
-        hardening[task.image] = {"cpus": meta["cpus"], "memory_mb": meta["memory_mb"], "pids": HARBOR_PIDS,
-                                 "disk_mb": max(meta["storage_mb"], 64), "network": network,
+        cpus, memory_mb, storage_mb = (min(meta["cpus"], MOST_CPUS), min(meta["memory_mb"], MOST_MEMORY_MB),
+                                       min(meta["storage_mb"], MOST_STORAGE_MB))
+        if (cpus, memory_mb, storage_mb) != (meta["cpus"], meta["memory_mb"], meta["storage_mb"]):
+            capped.append(f"{task.name}'s task.toml asks for {meta['cpus']:g} CPUs, {meta['memory_mb']} MB of memory and "
+                          f"{meta['storage_mb']} MB of disk; it gets {cpus:g}, {memory_mb} MB and {storage_mb} MB "
+                          "(this machine's most)")
+        hardening[task.image] = {"cpus": cpus, "memory_mb": memory_mb, "pids": HARBOR_PIDS,
+                                 "disk_mb": max(storage_mb, 64), "network": network,
                                  "cap_drop": HARBOR_CAP_DROP, "entrypoint": True, "services": services}
     digest = hashlib.sha256("".join(t.meta["digest"] for t in tasks).encode()).hexdigest()[:16]
     folders = {t.meta["dir"]: t.meta["digest"] for t in tasks}
-    return TaskSet(label, tasks, hardening, digest, notes=_harbor_notes(spec, tasks), sources=folders)
+    return TaskSet(label, tasks, hardening, digest, notes=_harbor_notes(spec, tasks) + capped, sources=folders)
+
+
+def _outside_servers(meta: dict[str, Any]) -> list[str]:
+    """The task's MCP servers (name at URL) whose host is none of its compose services: this
+    process, not the task's container, would reach them (this machine's loopback, a metadata address)."""
+    services = {service["name"] for service in meta.get("services") or []}
+    return [f"{server['name']} at {server['url']}" for server in meta.get("mcp_servers") or []
+            if urlsplit(server["url"]).hostname not in services]
 
 
 def _service(task: Task, service: dict[str, Any], host_env: list[str]) -> dict[str, Any]:

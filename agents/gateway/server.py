@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import secrets
+import socket
+import struct
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -44,14 +47,16 @@ LINGER = 1.0  # seconds the rest of a refused body is read before its connection
 JSON_IN_THREAD = 1 << 16  # bytes of a body from which its JSON is parsed off the event loop
 UNREAD = (408, 413, 415)  # refusals that leave a body unread: the connection is closed after them
 TOKEN_PREFIX = "icgw-"
+CONTAINER_ID = re.compile(r"(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])")  # in a cgroup's path: docker-<id>.scope, /docker/<id>
 Reader = Callable[[Any], Call]
 
 
 class Door:
-    """One episode's way in: its token, and the model its calls reach."""
+    """One episode's way in: its token, and the model its calls reach; `container`: the container
+    whose processes alone may use the token (an installed agent's), told by the socket's peer."""
 
-    def __init__(self, gateway: LLMGateway, model: ModelHandle) -> None:
-        self.gateway, self.model = gateway, model
+    def __init__(self, gateway: LLMGateway, model: ModelHandle, container: str | None = None) -> None:
+        self.gateway, self.model, self.container = gateway, model, container
         self.token = TOKEN_PREFIX + secrets.token_urlsafe(24)
         self.calls = TaskOwner(f"gateway-{model.task.id}")
         self.running: set[asyncio.Task[Answer]] = set()
@@ -117,8 +122,8 @@ class LLMGateway:
                 door.close()
             await runner.cleanup()
 
-    def open(self, model: ModelHandle) -> Door:
-        door = Door(self, model)
+    def open(self, model: ModelHandle, *, container: str | None = None) -> Door:
+        door = Door(self, model, container)
         self.doors[door.token] = door
         return door
 
@@ -126,7 +131,10 @@ class LLMGateway:
         auth = request.headers.get("Authorization", "")
         token = auth[7:].strip() if auth.lower().startswith("bearer ") else request.headers.get("x-api-key", "").strip()
         if token in self.doors:
-            return self.doors[token]
+            door = self.doors[token]
+            if door.container is not None and peer_container(request) != door.container:
+                raise WireError(401, "this token was given to another container")
+            return door
         if token in self.ended:
             raise WireError(401, "this token's episode has ended")
         raise WireError(401, "unknown token: use the api_key your episode was given")
@@ -186,6 +194,22 @@ class LLMGateway:
         if not call.stream:
             return web.json_response(anthropic_wire.message(answer, model, usage))
         return await _stream(request, anthropic_wire.events(answer, model, usage))
+
+
+def peer_container(request: web.Request) -> str | None:
+    """The container of the process at the other end of a request's unix socket (the proxy in an
+    installed agent's container): the kernel's word (SO_PEERCRED, its pid in our namespace), then
+    that process's cgroup, which names its container. None over TCP, or for a process of no container."""
+    sock = request.transport.get_extra_info("socket") if request.transport is not None else None
+    if sock is None or sock.family != socket.AF_UNIX:
+        return None
+    pid, _, _ = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    try:
+        cgroup = Path(f"/proc/{pid}/cgroup").read_text()
+    except OSError:
+        return None
+    found = CONTAINER_ID.search(cgroup)
+    return found[0] if found else None
 
 
 async def _body(request: web.Request) -> Any:

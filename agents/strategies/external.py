@@ -42,7 +42,7 @@ class EpisodeEnded(OrchestratorError):
 class Doors(Protocol):
     """What serves SDK clients (agents/gateway): a door per episode, closed when it ends."""
 
-    def open(self, model: ModelHandle) -> Door: ...
+    def open(self, model: ModelHandle, *, container: str | None = None) -> Door: ...
 
 
 class Door(Protocol):

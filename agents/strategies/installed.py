@@ -111,7 +111,7 @@ class InstalledStrategy:
         sandbox, workdir = shell_container(env, "an installed agent")
         offered = await hand_over(sandbox, env.tool_servers(), env.skills(), self.agent.skills_dir)
         handle = ModelHandle(model, task, rewrite=self._own_terms, max_calls=max_turns)
-        door = self.doors.open(handle)
+        door = self.doors.open(handle, container=sandbox.container_id)  # its token works from that container alone
         try:
             run = await self._launch(sandbox, workdir, task, door.access.api_key, max_turns, offered)
         finally:

@@ -202,8 +202,8 @@ async def create_container(docker: aiodocker.Docker, image: str, hardening: Hard
     """Create (after its services, when it has some), cap its disk, start and connect the driver.
     On any failure the container, and its services, are removed again."""
     name = f"intercode-{image.split('/')[-1].replace(':', '-')}-{uuid.uuid4().hex[:10]}"
-    group = (await start_group(docker, image, services, labels, internet=hardening.network, pids=hardening.pids)
-             if services else None)
+    group = (await start_group(docker, image, services, labels, internet=hardening.network, pids=hardening.pids,
+                               memory_mb=hardening.memory_mb, cpus=hardening.cpus) if services else None)
     try:
         async with engine_call("create a container", image=image):
             raw = await docker.containers.create(

@@ -65,9 +65,11 @@ class ServiceGroup:
 
 
 async def start_group(docker: aiodocker.Docker, image: str, services: list[ServiceSpec], labels: dict[str, str],
-                      *, internet: bool, pids: int = 1024) -> ServiceGroup:
+                      *, internet: bool, pids: int = 1024, memory_mb: int = 1024, cpus: float = 1.0) -> ServiceGroup:
     """The network and every service, each started once what it depends on is met, all running
-    (healthy, where they have a healthcheck) on return. On any failure what was made is removed."""
+    (healthy, where they have a healthcheck) on return. Each service has the limits of the agent's
+    container beside it (processes, memory, CPUs): a task's service is a stranger's code too. On
+    any failure what was made is removed."""
     name = f"intercode-{image.split('/')[-1].replace(':', '-')[:40]}-{uuid.uuid4().hex[:10]}"
     async with engine_call("create a network", image=image):
         await docker.networks.create({"Name": name, "Driver": "bridge", "Internal": not internet,
@@ -78,7 +80,7 @@ async def start_group(docker: aiodocker.Docker, image: str, services: list[Servi
         for spec in _in_order(services):
             for needed, condition in spec.depends_on.items():
                 await _met(group, by_name[needed], condition)
-            group.containers[spec.name] = await _start(docker, group, spec, labels, pids)
+            group.containers[spec.name] = await _start(docker, group, spec, labels, pids, memory_mb, cpus)
         for spec in services:  # as `up --wait`: every service running, and healthy where it has a healthcheck
             await _met(group, spec, HEALTHY)  # (the compose file's or its image's own)
     except BaseException:
@@ -108,11 +110,12 @@ def _in_order(services: list[ServiceSpec]) -> list[ServiceSpec]:
 
 
 async def _start(docker: aiodocker.Docker, group: ServiceGroup, spec: ServiceSpec, labels: dict[str, str],
-                 pids: int) -> str:
+                 pids: int, memory_mb: int, cpus: float) -> str:
     body: dict[str, Any] = {
         "Image": spec.image, "Hostname": spec.name, "Labels": labels,
         "Env": [f"{key}={value}" for key, value in spec.environment.items()],
         "HostConfig": {"NetworkMode": group.network, "PidsLimit": pids, "SecurityOpt": ["no-new-privileges"],
+                       "Memory": memory_mb << 20, "MemorySwap": memory_mb << 20, "NanoCpus": int(cpus * 1e9),
                        "Init": False, "AutoRemove": False},
         "NetworkingConfig": {"EndpointsConfig": {group.network: {"Aliases": [spec.name]}}},
     }

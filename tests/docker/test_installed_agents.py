@@ -172,3 +172,41 @@ def test_claude_code_from_npm_runs_with_the_local_anthropic_model(tmp_path, caps
                              ("starter-bash/1", "solved")]
     calls = rows(out, "SELECT prompt_tokens, latency_s FROM llm_calls")
     assert len(calls) >= 6 and all(tokens > 0 for tokens, _ in calls)
+
+
+# Over the gateway's socket, a token works only from the container it was given to: another
+# container (or a process of no container) that learned it is refused, as the kernel tells the
+# connecting process (issue 45: any container of the sweep could use any episode's token).
+ASK = ("import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect('/gw/gateway.sock'); "
+       "s.sendall(('GET /v1/models HTTP/1.1\\r\\nHost: x\\r\\nAuthorization: Bearer ' + sys.argv[1] + "
+       "'\\r\\nConnection: close\\r\\n\\r\\n').encode()); print(s.recv(64).split()[1].decode())")
+
+
+async def test_a_token_works_only_from_the_container_it_was_given_to(docker, tmp_path):
+    from agents.gateway import LLMGateway
+    from agents.models import OracleModel
+    from agents.strategies.external import ModelHandle
+    from tasks import load_tasks
+
+    folder = tmp_path / "gw"
+    folder.mkdir()
+    folder.chmod(0o755)
+    async with LLMGateway.serve(unix_socket=folder / "gateway.sock") as gateway:
+        container = await docker.containers.run({"Image": "intercode/starter", "Cmd": ["sleep", "300"],
+                                                 "HostConfig": {"Binds": [f"{folder}:/gw:ro"], "NetworkMode": "none"}})
+        try:
+            task = load_tasks("starter-bash")[0]
+            mine = gateway.open(ModelHandle(OracleModel(), task), container=container.id)
+            another = gateway.open(ModelHandle(OracleModel(), task), container="f" * 64)
+            unbound = gateway.open(ModelHandle(OracleModel(), task))
+            seen = {}
+            for name, door in (("mine", mine), ("another", another), ("unbound", unbound)):
+                run = await container.exec(["python3", "-c", ASK, door.token])
+                async with run.start(detach=False) as stream:
+                    output = b""
+                    while (message := await stream.read_out()) is not None:
+                        output += message.data
+                seen[name] = output.decode().strip()
+        finally:
+            await container.delete(force=True)
+    assert seen == {"mine": "200", "another": "401", "unbound": "200"}, seen

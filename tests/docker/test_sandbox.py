@@ -59,3 +59,21 @@ async def test_hardening_is_applied(pool, fs1_image, docker):
         assert (await sandbox.run("hostname")).output == "intercode\n"
         net = await sandbox.run("cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '")
         assert net.output.split() == ["lo"], "no interface but loopback"
+
+
+async def test_a_service_beside_the_agent_gets_the_agents_limits(docker):
+    """A task's service is a stranger's code too: the processes, memory and CPUs of the agent's
+    container beside it (issue 45: services had no memory or CPU limit)."""
+    from foundation.pool.config import ServiceSpec
+    from foundation.pool.group import start_group
+
+    service = ServiceSpec(name="sidecar", image="debian:bookworm-slim", command=["sleep", "300"])
+    group = await start_group(docker, "intercode/limits-test", [service], {"intercode.test": "limits"}, internet=False,
+                              pids=256, memory_mb=300, cpus=0.5)
+    try:
+        info = await docker.containers.container(group.containers["sidecar"]).show()
+        host = info["HostConfig"]
+        assert (host["PidsLimit"], host["Memory"], host["MemorySwap"], host["NanoCpus"]) == (
+            256, 300 << 20, 300 << 20, 5 * 10**8), host
+    finally:
+        await group.remove()

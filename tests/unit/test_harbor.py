@@ -39,3 +39,37 @@ def test_a_task_folders_images_name_the_folder_they_are_made_of() -> None:
         name = task.image.removeprefix("intercode/")
         for spec in (BY_NAME[f"{name}-src"], BY_NAME[name]):
             assert spec.labels == {SOURCE_LABEL: task.meta["dir"]}, spec
+
+
+def test_a_task_gets_at_most_this_machines_cores_memory_and_a_bounded_disk(tmp_path) -> None:
+    """task.toml's limits had no upper bound: a stranger's task could ask for a disk cap that fills
+    the host (issue 45). It gets this machine's most, and the run says so once."""
+    from orchestrator.tasksets import MOST_CPUS, MOST_MEMORY_MB, MOST_STORAGE_MB
+    from tests.unit.test_host_env import task_folder
+
+    task_folder(tmp_path, "greedy", "[environment]\ncpus = 512\nmemory_mb = 99999999\nstorage_mb = 99999999\n")
+    task_folder(tmp_path, "modest", "[environment]\ncpus = 1\nmemory_mb = 512\nstorage_mb = 1024\n")
+    taskset = of_directory(tmp_path)
+    pools = {task.name: taskset.hardening[task.image] for task in taskset.tasks}
+    assert (pools["greedy"]["cpus"], pools["greedy"]["memory_mb"], pools["greedy"]["disk_mb"]) == (
+        MOST_CPUS, MOST_MEMORY_MB, MOST_STORAGE_MB)
+    assert (pools["modest"]["cpus"], pools["modest"]["memory_mb"], pools["modest"]["disk_mb"]) == (1, 512, 1024)
+    [note] = [n for n in taskset.notes if "greedy" in n]
+    assert note.startswith("greedy's task.toml asks for 512 CPUs") and "this machine's most" in note
+
+
+def test_an_mcp_server_outside_the_tasks_services_is_refused_without_the_internet(tmp_path) -> None:
+    """The sweep's process calls a task's MCP servers: one at this machine's loopback or a metadata
+    address would be reached from here, off the task's network (issue 45)."""
+    from tests.unit.test_host_env import task_folder
+
+    server = '[[environment.mcp_servers]]\nname = "probe"\ntransport = "streamable-http"\nurl = "{}"\n'
+    task_folder(tmp_path, "loopback", server.format("http://127.0.0.1:8080/mcp"))
+    task_folder(tmp_path, "metadata", server.format("http://169.254.169.254/latest/meta-data/"))
+    task_folder(tmp_path, "own-service", server.format("http://tools:8000/mcp"), compose=(
+        "services:\n  main:\n    build: .\n  tools:\n    image: debian:bookworm-slim\n"))
+    tasks = {t.name: t for t in of_directory(tmp_path).tasks}
+    for name, url in [("loopback", "http://127.0.0.1:8080/mcp"), ("metadata", "http://169.254.169.254/latest/meta-data/")]:
+        assert tasks[name].meta["unavailable"].startswith(f"task.toml's MCP server probe at {url} is not one of the "
+                                                          "task's services, and the task has no internet"), name
+    assert "unavailable" not in tasks["own-service"].meta

@@ -325,3 +325,16 @@ async def test_the_skills_are_copied_to_the_agents_folder(tmp_path: Path) -> Non
     assert process.returncode == 0 and output.decode() == f"{tmp_path}/home/agent skills"
     copied = sorted(p.relative_to(tmp_path / "home").as_posix() for p in (tmp_path / "home").rglob("SKILL.md"))
     assert copied == ["agent skills/git log/SKILL.md", "agent skills/pdf/SKILL.md"]
+
+
+def test_a_tools_result_is_kept_to_its_limit():
+    """A task's MCP server is a stranger's code: its result is kept as an action's output is, cut
+    at RESULT_LIMIT with what was left out said (issue 45: results were stored whole)."""
+    from agents.mcp_tools import RESULT_LIMIT, rendered
+
+    huge = mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text="x" * (RESULT_LIMIT + 1000))])
+    text = rendered(huge)
+    assert text.startswith("x" * 100) and text.endswith("[result truncated: 1000 characters omitted]")
+    assert len(text) < RESULT_LIMIT + 100
+    small = mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text="fine")])
+    assert rendered(small) == "fine"
