@@ -245,6 +245,9 @@ class SweepConfig(BaseModel):
         data = self.model_dump(mode="json", include=keep)
         if not data["agents"]:  # a sweep without installed agents keeps the identity it had before they existed
             del data["agents"]
+        for task_set in data["tasks"]:  # a task set that allows no host variable keeps the identity it had before
+            if not task_set.get("host_env"):
+                task_set.pop("host_env", None)
         if any(task_digests or []):
             data["task_digests"] = task_digests
         for model in data["models"]:  # how fast a model is served does not change the episodes

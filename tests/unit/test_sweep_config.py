@@ -12,6 +12,7 @@ from orchestrator.store import EpisodeKey
 from orchestrator.sweep.config import SweepConfig, load_sweep
 from orchestrator.sweep.fair_queue import FairQueue
 from orchestrator.sweep.plan import PlannedEpisode, plan, select_tasks
+from orchestrator.taskset_config import TaskSetConfig
 from tasks import load_tasks
 
 GOOD = """
@@ -353,3 +354,19 @@ def test_a_large_plan_stops_when_the_sweep_is_interrupted():
     print(f"a plan of 974,000 episodes stopped {lag:.3f} s after being told")
     complete = plan(config, {"x": tasks["x"][:10]})
     assert len(complete) == 10_000  # a plan nobody stops is whole
+
+
+def test_a_new_default_keeps_every_sweeps_identity_so_that_its_output_resumes():
+    """`host_env` (issue 45) is a new field of every [[tasks]]: left empty, a sweep is the one it was
+    before it existed, and its output directory resumes (these were the identities before it)."""
+    from foundation.settings import PROJECT_ROOT
+    from orchestrator.sweep.config import load_sweep
+
+    before = {"quickstart.toml": "6c056cdf2599aaff", "installed-agent/sweep.toml": "1fd7be4247bfebd2"}
+    for name, identity in before.items():
+        config, _ = load_sweep(PROJECT_ROOT / "examples" / name)
+        assert config.identity() == identity, name
+    config, _ = load_sweep(PROJECT_ROOT / "examples" / "quickstart.toml")
+    harbor = config.model_copy(update={"tasks": [TaskSetConfig(harbor="tasks/x", host_env=["HF_TOKEN"])]})
+    plain = config.model_copy(update={"tasks": [TaskSetConfig(harbor="tasks/x")]})
+    assert harbor.identity() != plain.identity()  # what a task may take from this machine changes its episodes
