@@ -16,14 +16,11 @@ handles it as an engine that went away.
 from __future__ import annotations
 
 import asyncio
-import http.client
 import os
-import socket
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from urllib.parse import urlencode, urlsplit
 
 import aiodocker
 import aiohttp
@@ -55,43 +52,6 @@ def _client(host: str, *, fresh_connections: bool = False) -> tuple[aiodocker.Do
         return aiodocker.Docker(url="unix://localhost", connector=connector), connector
     connector = aiohttp.TCPConnector(limit=0, force_close=fresh_connections)
     return aiodocker.Docker(url=host, connector=connector), connector
-
-
-def copy_out(container_id: str, path: str, sink: Callable[[bytes], object], *, timeout: float = 60.0) -> None:
-    """The engine's archive of `path` in a container (GET /containers/{id}/archive), fed to `sink`
-    as it arrives, blocking (run it in a thread). http.client, not aiohttp: aiohttp reads the
-    engine's chunked answer at about 24 MB/s of this process's CPU, http.client at the socket's
-    speed (a 540 MB layer: 23 s against 1.6). `timeout`: seconds any one read may wait. EngineLost
-    when the engine can't be reached or answers otherwise than 200."""
-    host = engine_host()
-    if host.startswith("unix://"):
-        connection: http.client.HTTPConnection = _UnixConnection(host[len("unix://"):], timeout)
-    else:
-        parts = urlsplit(host.replace("tcp://", "http://", 1))
-        connection = http.client.HTTPConnection(parts.hostname or "localhost", parts.port or 2375, timeout=timeout)
-    try:
-        connection.request("GET", f"/containers/{container_id}/archive?{urlencode({'path': path})}")
-        response = connection.getresponse()
-        if response.status != 200:
-            raise EngineLost(f"copy {path} out: the engine answered {response.status} "
-                             f"{response.read(500).decode(errors='replace').strip()}", container_id=container_id)
-        while chunk := response.read(1 << 20):
-            sink(chunk)
-    except OSError as exc:
-        raise EngineLost(f"copy {path} out: lost the Docker engine ({describe(exc)})", container_id=container_id) from exc
-    finally:
-        connection.close()
-
-
-class _UnixConnection(http.client.HTTPConnection):
-    def __init__(self, socket_path: str, timeout: float) -> None:
-        super().__init__("localhost", timeout=timeout)
-        self.socket_path = socket_path
-
-    def connect(self) -> None:
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(self.timeout)
-        self.sock.connect(self.socket_path)
 
 
 @asynccontextmanager

@@ -20,13 +20,13 @@ import hashlib
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 from pathlib import Path
 
 import aiodocker
-from aiodocker.containers import DockerContainer
 
-from foundation.engine import copy_out, engine_deadline
+from foundation.engine import engine_deadline
 from foundation.errors import ImageError
 from foundation.settings import cache_dir
 from orchestrator.images.specs import RUNTIME, ImageSpec, get
@@ -160,7 +160,8 @@ async def extract(docker: aiodocker.Docker, image: str, path: str, into: Path) -
             container = await docker.containers.create({"Image": image, "Cmd": ["none"]})
         try:
             async with engine_deadline(f"copy {path} out of {image}", timeout=600.0):
-                await _stream_out(container, path, folder)
+                archive = await container.get_archive(path)
+            await asyncio.to_thread(_unpack, archive, folder)
         finally:
             async with engine_deadline(f"remove the container of {image}"):
                 await container.delete(force=True)
@@ -196,29 +197,9 @@ def _publish(folder: Path, target: Path) -> None:
         # another process published the same folder first: its copy serves, ours is removed
 
 
-async def _stream_out(container: DockerContainer, path: str, target: Path) -> None:
-    """The engine's archive of `path`, unpacked into `target` by tar as it streams (a layer is
-    hundreds of megabytes: aiodocker's get_archive would hold it in memory whole, and read it at a
-    fraction of the socket's speed: foundation/engine.py, copy_out). Our own image's files: links
-    stay links (the venv's python is the runtime's)."""
-    await asyncio.to_thread(_unpack, container.id, path, target)
-
-
-def _unpack(container_id: str, path: str, target: Path) -> None:
-    with subprocess.Popen(["tar", "-x", "-C", str(target)], stdin=subprocess.PIPE, stderr=subprocess.PIPE) as tar:
-        assert tar.stdin is not None and tar.stderr is not None
-        stdin = tar.stdin
-        try:
-            copy_out(container_id, path, stdin.write)
-            stdin.close()
-        except BrokenPipeError:
-            pass  # tar stopped: its error follows
-        except BaseException:
-            tar.kill()
-            raise
-        error = tar.stderr.read().decode(errors="replace").strip()
-        if tar.wait(timeout=DOWNLOAD_TIMEOUT) != 0:
-            raise ImageError(f"could not unpack {path} of its image: {error[-300:] or f'tar exited {tar.returncode}'}")
+def _unpack(archive: tarfile.TarFile, target: Path) -> None:
+    with archive:
+        archive.extractall(target)  # our own image's files: links stay links (the venv's python is the runtime's)
 
 
 async def _inspect(docker: aiodocker.Docker, image: str) -> dict[str, object]:
