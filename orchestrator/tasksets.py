@@ -21,7 +21,7 @@ import hashlib
 import os
 import random
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -176,8 +176,8 @@ def _harbor(spec: TaskSetConfig, root: Path) -> TaskSet:
     capped: list[str] = []  # tasks that asked for more than the machine gives
     for task in read_harbor(root, label):
         meta = task.meta
-        refusal = None if "unavailable" in meta else host_refusal(meta, spec.host_env)
-        if refusal is not None:  # never built: a task that asks for a variable of this machine it may not have
+        refusal = None if "unavailable" in meta else _refusal(meta, spec)
+        if refusal is not None:  # never built: a task that asks for what this task set does not give it
             task = replace(task, meta={**meta, "unavailable": refusal})
         if "unavailable" in task.meta:
             tasks.append(task)
@@ -192,12 +192,6 @@ def _harbor(spec: TaskSetConfig, root: Path) -> TaskSet:
         services = [_service(task, service, meta["host_env"]) for service in meta.get("services", [])]
         register(own_layer(_short(task.image), source, companions=tuple(_short(s["image"]) for s in services)))
         network = bool(meta["allow_internet"] and spec.allow_internet)
-        if (outside := _outside_servers(meta)) and not network:  # this process would call them: not off the task's network
-            tasks.append(replace(task, meta={**meta, "unavailable": (
-                f"task.toml's MCP server {outside[0]} is not one of the task's services, and the task has no "
-                "internet: an MCP server runs at one of its compose services, or the task asks for the internet "
-                "and its [[tasks]] says allow_internet = true")}))
-            continue
         # what its container is given: a verifier that fails offline is told why
         tasks.append(replace(task, meta={**meta, "internet": network}))
         cpus, memory_mb, storage_mb = (min(meta["cpus"], MOST_CPUS), min(meta["memory_mb"], MOST_MEMORY_MB),
@@ -214,12 +208,22 @@ def _harbor(spec: TaskSetConfig, root: Path) -> TaskSet:
     return TaskSet(label, tasks, hardening, digest, notes=_harbor_notes(spec, tasks) + capped, sources=folders)
 
 
-def _outside_servers(meta: dict[str, Any]) -> list[str]:
-    """The task's MCP servers (name at URL) whose host is none of its compose services: this
-    process, not the task's container, would reach them (this machine's loopback, a metadata address)."""
+def _refusal(meta: Mapping[str, Any], spec: TaskSetConfig) -> str | None:
+    """Why a Harbor task can't run in this task set, in one line; None when it can: a variable of
+    this machine the set does not allow, or an MCP server that is not one of its services while it
+    has no internet (this process, not its container, would reach it: this machine's loopback, a
+    metadata address)."""
+    refusal = host_refusal(meta, spec.host_env)
+    if refusal is not None or (meta["allow_internet"] and spec.allow_internet):
+        return refusal
     services = {service["name"] for service in meta.get("services") or []}
-    return [f"{server['name']} at {server['url']}" for server in meta.get("mcp_servers") or []
-            if urlsplit(server["url"]).hostname not in services]
+    outside = [f"{server['name']} at {server['url']}" for server in meta.get("mcp_servers") or []
+               if urlsplit(server["url"]).hostname not in services]
+    if outside:
+        return (f"task.toml's MCP server {outside[0]} is not one of the task's services, and the task has no "
+                "internet: an MCP server runs at one of its compose services, or the task asks for the internet "
+                "and its [[tasks]] says allow_internet = true")
+    return None
 
 
 def _service(task: Task, service: dict[str, Any], host_env: list[str]) -> dict[str, Any]:
