@@ -5,7 +5,7 @@ with the cause: solve.sh's exit status and last lines, the verifier's last lines
 failing step (apt's `E:` line), the reward function's file and line. What each verifier wrote is
 kept per task in a folder whose path is printed.
 
-Verdicts: `ok`; `warn` (it works, but task.toml has keys Harbor would not know: a typo?); `skip`
+Verdicts: `ok`; `warn` (it works, but a task.toml key looks like a typo of one Harbor knows); `skip`
 (it asks for what can't run here: a GPU, MCP servers); `FAIL` (the task is broken: a malformed or
 missing file, a build that fails, an oracle below 1, a no-op that passes). The exit status is 1
 when any task is FAIL or warn.

@@ -8,12 +8,15 @@ a prebuilt `docker_image`, MCP servers, `skills_dir`, artifacts, [[steps]] and t
 strategy); what does not is ignored ([task], [metadata], `source`, `gpu_types`); what changes it in
 a way we can't honour raises Unsupported, naming the field (a separate verifier, an MCP server
 over stdio, GPUs, TPUs, Windows, a user other than root). A key Harbor does
-not know either (a typo: `[agent2]`, `timout_sec`) is a warning: Harbor ignores it silently, we say
-so. A value of the wrong shape raises Malformed.
+not know that is close to one it does (a typo: `[agent2]`, `timout_sec`) is a warning naming the
+one meant: Harbor ignores it silently, we say
+so; a key close to none Harbor knows (a corpus's own table: `[reference_pattern]`) is ignored in
+silence, as Harbor ignores it. A value of the wrong shape raises Malformed.
 """
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 import re
@@ -40,6 +43,7 @@ KNOWN: dict[str, frozenset[str]] = {
     "solution": frozenset({"env"}),
     "environment.healthcheck": frozenset({"command", *HEALTHCHECK}),
 }
+TYPO_CUTOFF = 0.8  # difflib's ratio above which an unknown name is taken for a typo of a known one
 TEMPLATE = re.compile(r"\$\{([^}:]+)(?::-(.*))?\}")  # ${VAR} or ${VAR:-default}, resolved from this machine
 
 
@@ -172,15 +176,16 @@ def _steps(value: Any) -> list[dict[str, Any]]:
             "min_reward": _min_reward(table.get("min_reward"), where),
             "healthcheck": _healthcheck(_sub(table, "healthcheck", where)) if "healthcheck" in table else None,
             "artifacts": _artifacts(table.get("artifacts"), f"{where} artifacts"),
-            "warnings": [f"task.toml: unknown key `{key}` in {where}, ignored (as Harbor ignores it): a typo?"
-                         for key in sorted(set(table) - STEP_KEYS)],
+            "warnings": [f"task.toml: unknown key `{key}` in {where}, ignored (as Harbor ignores it): did you mean `{meant}`?"
+                         for key in sorted(set(table) - STEP_KEYS) if (meant := typo_of(key, STEP_KEYS))],
         }
         for section, known in (("agent", KNOWN["agent"]), ("verifier", KNOWN["verifier"])):
             user = _sub(table, section, where).get("user")
             if user not in (None, "root", 0):
                 raise Unsupported(f"task.toml's {where} {section} user = {user!r}: only root is supported here")
-            step["warnings"] += [f"task.toml: unknown key `{key}` in {where}'s {section}, ignored: a typo?"
-                                 for key in sorted(set(_sub(table, section, where)) - known)]
+            step["warnings"] += [f"task.toml: unknown key `{key}` in {where}'s {section}, ignored: did you mean `{meant}`?"
+                                 for key in sorted(set(_sub(table, section, where)) - known)
+                                 if (meant := typo_of(key, known))]
         steps.append(step)
     return steps
 
@@ -291,14 +296,27 @@ def _refuse_unsupported(data: dict[str, Any], tables: dict[str, dict[str, Any]])
 
 
 def _unknown_keys(data: dict[str, Any], tables: dict[str, dict[str, Any]]) -> list[str]:
+    """A warning per unknown key that is a likely typo of one Harbor knows; others (a corpus's own
+    tables and keys: `[reference_pattern]`, `[tb]`) are ignored in silence, as Harbor ignores them."""
     warnings = []
     for name, known in KNOWN.items():
         table = data if not name else tables[name]
         for key in sorted(set(table) - known):
-            what = "table" if isinstance(table[key], dict) else "key"
-            place = f"[{key}]" if not name and what == "table" else f"`{key}`" + (f" in [{name}]" if name else "")
-            warnings.append(f"task.toml: unknown {what} {place}, ignored (as Harbor ignores it): a typo?")
+            meant = typo_of(key, known)
+            if meant is None:
+                continue
+            table_key = not name and isinstance(table[key], dict)
+            place = f"table [{key}]" if table_key else f"key `{key}`" + (f" in [{name}]" if name else "")
+            warnings.append(f"task.toml: unknown {place}, ignored (as Harbor ignores it): "
+                            f"did you mean {f'[{meant}]' if table_key else f'`{meant}`'}?")
     return warnings
+
+
+def typo_of(key: str, known: Collection[str]) -> str | None:
+    """The name Harbor knows that `key` is likely a typo of (close in spelling: `[verifer]`,
+    `timout_sec`, `[agent2]`), or None."""
+    found = difflib.get_close_matches(key.lower(), sorted(known), n=1, cutoff=TYPO_CUTOFF)
+    return found[0] if found else None
 
 
 def _seconds(value: Any, default: float, key: str) -> float:

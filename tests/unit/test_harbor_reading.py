@@ -50,7 +50,7 @@ def test_harbor_026_fields_network_mode_and_healthcheck(tasks):
 def test_a_typo_is_a_warning_and_the_task_still_runs(tasks):
     meta = tasks["typo-agent2"].meta
     assert "unavailable" not in meta and meta["warnings"] == [
-        "task.toml: unknown table [agent2], ignored (as Harbor ignores it): a typo?"]
+        "task.toml: unknown table [agent2], ignored (as Harbor ignores it): did you mean [agent]?"]
 
 
 @pytest.mark.parametrize(("name", "words", "malformed"), [
@@ -115,10 +115,26 @@ def test_what_does_not_change_a_run_is_accepted_silently():
     assert warnings == [] and (settings["memory_mb"], settings["storage_mb"]) == (512, 1024)
 
 
-def test_unknown_keys_in_known_tables_are_warnings():
-    _, warnings = config('[agent]\ntimout_sec = 5\n[environment]\ncpu = 2\n')
-    assert warnings == ["task.toml: unknown key `timout_sec` in [agent], ignored (as Harbor ignores it): a typo?",
-                        "task.toml: unknown key `cpu` in [environment], ignored (as Harbor ignores it): a typo?"]
+def test_a_likely_typo_is_a_warning_naming_what_was_meant():
+    _, warnings = config('[agent]\ntimout_sec = 5\n[environment]\ncpu = 2\n[verifer]\ntimeout_sec = 9\n'
+                         '[[steps]]\nname = "one"\nmin_rewrd = 1\n[steps.agent]\ntimeout_se = 3\n')
+    assert warnings == [
+        "task.toml: unknown table [verifer], ignored (as Harbor ignores it): did you mean [verifier]?",
+        "task.toml: unknown key `timout_sec` in [agent], ignored (as Harbor ignores it): did you mean `timeout_sec`?",
+        "task.toml: unknown key `cpu` in [environment], ignored (as Harbor ignores it): did you mean `cpus`?"], warnings
+    settings, _ = config('[[steps]]\nname = "one"\nmin_rewrd = 1\n[steps.agent]\ntimeout_se = 3\n')
+    assert settings["steps"][0]["warnings"] == [
+        "task.toml: unknown key `min_rewrd` in [[steps]] one, ignored (as Harbor ignores it): did you mean `min_reward`?",
+        "task.toml: unknown key `timeout_se` in [[steps]] one's agent, ignored: did you mean `timeout_sec`?"]
+
+
+def test_a_corpus_s_own_tables_and_keys_are_accepted_in_silence():
+    """Published corpora carry tables and keys of their own (Terminal-Bench 2.x's `[reference_pattern]`):
+    Harbor ignores them, and so do we, without a warning that would make `tasks check` cry wolf."""
+    _, warnings = config('version = "2.0"\n[reference_pattern]\nregex = "x"\n[tb]\nsplit = "hard"\n'
+                         'difficulty = "hard"\n[verifier]\ntimeout_sec = 60\nexpert_time_estimate_min = 30\n'
+                         '[environment]\nbenchmark_only = true\n')
+    assert warnings == []
 
 
 @pytest.mark.parametrize(("text", "internet"), [
