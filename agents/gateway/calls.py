@@ -15,6 +15,7 @@ class Call:
     tools: list[dict[str, Any]] | None
     stream: bool
     stream_usage: bool = False  # OpenAI's stream_options.include_usage
+    custom_tools: frozenset[str] = frozenset()  # tools the agent declared freeform (Responses API `custom`)
 
 
 @dataclass(frozen=True)

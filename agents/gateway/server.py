@@ -1,5 +1,5 @@
-"""The LLM gateway: OpenAI's chat completions and Anthropic's Messages API, served to the agents of
-one sweep, each call answered by the sweep's model for the episode its token names.
+"""The LLM gateway: OpenAI's chat completions and Responses API and Anthropic's Messages API, served
+to the agents of one sweep, each call answered by the sweep's model for the episode its token names.
 
     async with LLMGateway.serve(unix_socket=path) as gateway:    # loopback TCP, and a socket for containers
         door = gateway.open(model_handle)                         # a token for this episode
@@ -29,7 +29,7 @@ from typing import Any
 
 from aiohttp import web
 
-from agents.gateway import anthropic_wire, openai_wire
+from agents.gateway import anthropic_wire, openai_wire, responses_wire
 from agents.gateway.calls import Call, Usage, WireError
 from agents.llm.errors import ModelError
 from agents.own import Answer, GatewayAccess, OutOfTurns
@@ -102,6 +102,8 @@ class LLMGateway:
         app = web.Application(client_max_size=MAX_BODY)
         app.router.add_post("/v1/chat/completions", gateway._openai)
         app.router.add_post("/chat/completions", gateway._openai)
+        app.router.add_post("/v1/responses", gateway._responses)
+        app.router.add_post("/responses", gateway._responses)
         app.router.add_post("/v1/messages", gateway._anthropic)
         app.router.add_get("/v1/models", gateway._models)
         runner = web.AppRunner(app, access_log=None, handle_signals=False, keepalive_timeout=KEEPALIVE,
@@ -141,6 +143,9 @@ class LLMGateway:
 
     async def _openai(self, request: web.Request) -> web.StreamResponse:
         return await self._handle(request, openai_wire.read, openai_wire.error, self._openai_answer)
+
+    async def _responses(self, request: web.Request) -> web.StreamResponse:
+        return await self._handle(request, responses_wire.read, responses_wire.error, self._responses_answer)
 
     async def _anthropic(self, request: web.Request) -> web.StreamResponse:
         return await self._handle(request, anthropic_wire.read, anthropic_wire.error, self._anthropic_answer)
@@ -189,6 +194,12 @@ class LLMGateway:
             return web.json_response(openai_wire.completion(answer, model, usage))
         return await _stream(request, openai_wire.chunks(answer, model, usage, call.stream_usage))
 
+    async def _responses_answer(self, request: web.Request, call: Call, answer: Answer, usage: Usage,
+                                model: str) -> web.StreamResponse:
+        if not call.stream:
+            return web.json_response(responses_wire.response(answer, model, usage, call))
+        return await _stream(request, responses_wire.events(answer, model, usage, call))
+
     async def _anthropic_answer(self, request: web.Request, call: Call, answer: Answer, usage: Usage,
                                 model: str) -> web.StreamResponse:
         if not call.stream:
@@ -233,9 +244,14 @@ async def _body(request: web.Request) -> Any:
 
 
 async def _stream(request: web.Request, events: Iterator[bytes]) -> web.StreamResponse:
+    """The events written as they come; an agent that hangs up meanwhile (it was killed, its time was
+    up) ends the answer quietly: its call is recorded already, nothing is left to tell it."""
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
-    await response.prepare(request)
-    for event in events:
-        await response.write(event)
-    await response.write_eof()
+    try:
+        await response.prepare(request)
+        for event in events:
+            await response.write(event)
+        await response.write_eof()
+    except ConnectionResetError:  # aiohttp's ClientConnectionResetError: "Cannot write to closing transport"
+        response.force_close()
     return response
