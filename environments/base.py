@@ -120,6 +120,12 @@ class EpisodeEnvironment(Protocol):
         """Why the episode could not be scored, if it could not."""
         ...
 
+    @property
+    def pending_step(self) -> int | None:
+        """A multi-step task run a step a run (its task's meta `step_runs`): the next step's index
+        once a step's submit ended the run, else None (agents/episode.py, play)."""
+        ...
+
     async def reset(self, task: Task, *, multi_turn: bool = False) -> str: ...
 
     def begin_reset(self, task: Task, *, multi_turn: bool = False) -> asyncio.Future[str]: ...
@@ -163,6 +169,7 @@ class Environment(ABC):
         self.multi_turn = False
         self.score_info: dict[str, Any] = {}  # the info of the last score or submission (the reward's terms)
         self.failure: ScoringFailed | None = None  # why the episode could not be scored, if it could not
+        self.pending_step: int | None = None  # see EpisodeEnvironment.pending_step
         self._resetting: asyncio.Task[str] | None = None
         self._tasks = TaskOwner(f"{self.kind}-environment")
 
@@ -181,6 +188,7 @@ class Environment(ABC):
             raise TaskUnavailable(f"task {task.id} is unavailable here: {reason}")
         await self._end()
         self.task, self.done, self.reward, self.history, self.failure = task, False, None, [], None
+        self.pending_step = None
         self.multi_turn = multi_turn
         await self._start(task)
         self.observation = task.query

@@ -56,7 +56,8 @@ from environments.base import (ACTION_EXECUTED, ScoringFailed, Skill, StepResult
                                VerifierError, VerifierOffline, VerifierTimedOut)
 from environments.kind import KindSpec, register
 from environments.workspace import WorkspaceEnv, describe, json_safe
-from foundation.sandbox import TooLarge, files_tar
+from foundation.sandbox import Sandbox, TooLarge, files_tar
+from icdriver.users import IMAGE
 from tasks.harbor import KIND
 from tasks.harbor_config import resolve
 
@@ -71,8 +72,11 @@ ATIF_VERSION = "ATIF-v1.4"
 # The verifier's run, as Harbor's: a fresh /logs/verifier (a reward file the image or the agent left
 # there is not this verifier's), test.sh made executable and run as it is (its #! line decides),
 # its output kept in /logs/verifier/test-stdout.txt; the tail of that output is shown.
-VERIFY = ("rm -rf /logs/verifier && mkdir -p /logs/verifier && chmod +x /tests/test.sh && "
-          "{ (/tests/test.sh) > /logs/verifier/test-stdout.txt 2>&1; status=$?; "
+# Harbor's housekeeping runs as root, the tests as the verifier's user (the image's USER unless
+# task.toml names one); /logs' folders are open to every user, as Harbor makes them.
+LOGS = "mkdir -p /logs/agent /logs/verifier /logs/artifacts && chmod 777 /logs/agent /logs/verifier /logs/artifacts"
+PREPARE_VERIFIER = f"rm -rf /logs/verifier && {LOGS} && chmod +x /tests/test.sh"
+VERIFY = ("{ (/tests/test.sh) > /logs/verifier/test-stdout.txt 2>&1; status=$?; "
           f"tail -c {VERIFIER_OUTPUT} /logs/verifier/test-stdout.txt; exit $status; }}")
 SHELL = "/usr/lib/intercode/bash"  # the image's bash, or ours when it has none (images/own)
 # What a program prints when it can't reach the network: a name it could not resolve, no route.
@@ -105,9 +109,23 @@ class HarborEnv(WorkspaceEnv):
     def start_dir(self, task: Task, image_workdir: str) -> str:
         return str(task.meta.get("workdir") or image_workdir)
 
+    def agent_user(self) -> str:
+        """The agent's user, as Harbor's: the step's [agent] user, else the task's, else the image's USER."""
+        return self._user("agent_user")
+
+    def _user(self, key: str) -> str:
+        assert self.task is not None
+        steps = _steps(self.task)
+        step = steps[self._step] if steps and self._step < len(steps) else {}
+        return str(step.get(key) or self.task.meta.get(key) or IMAGE)
+
     async def _start(self, task: Task) -> None:
         await super()._start(task)
         self._breakdown, self._step, self._verified, self._artifacts = None, 0, [], []
+        assert self.sandbox is not None
+        logs = await self.sandbox.exec([SHELL, "-c", LOGS], cwd="/", timeout=30.0)
+        if logs.exit_code != 0:
+            raise TaskUnavailable(f"task {task.id}: /logs could not be made: {_last_line(logs.output)}")
         if task.meta.get("healthcheck"):
             await self._healthy(task.meta["healthcheck"])
         self._servers = await self._tool_servers(task)
@@ -171,7 +189,8 @@ class HarborEnv(WorkspaceEnv):
             if (folder / "workdir" / "setup.sh").is_file():
                 env = self.variables(self.task)
                 run = await self.sandbox.exec([SHELL, f"{self.workdir.rstrip('/')}/setup.sh"], cwd=self.workdir,
-                                              timeout=float(self.task.meta["build_timeout"]), env=env)
+                                              timeout=float(self.task.meta["build_timeout"]), env=env,
+                                              user=self.agent_user())
                 if run.exit_code != 0 or run.timed_out:
                     raise TaskUnavailable(f"task {self.task.id}: steps/{step['name']}/workdir/setup.sh "
                                           f"{'timed out' if run.timed_out else f'exited {run.exit_code}'}: "
@@ -189,7 +208,7 @@ class HarborEnv(WorkspaceEnv):
         env = self.variables(self.task)
         while True:
             run = await self.sandbox.exec([SHELL, "-c", check["command"]], cwd=self.workdir,
-                                          timeout=check["timeout_sec"], env=env)
+                                          timeout=check["timeout_sec"], env=env, user=self.agent_user())
             if run.exit_code == 0 and not run.timed_out:
                 return
             starting = time.monotonic() - start < check["start_period_sec"]
@@ -211,8 +230,25 @@ class HarborEnv(WorkspaceEnv):
 
     async def _execute(self, action: str) -> tuple[str, bool]:
         timeout = max(min(ACTION_TIMEOUT, self._remaining()), 0.1)
+        if action.startswith(UNPACK_SOLUTION) and (parts := self._solution(action)) is not None:
+            # the oracle's, as Harbor's oracle runs it: solution/ put in /solution by root, solve.sh
+            # run by the agent's user
+            assert self.sandbox is not None
+            unpacked = await self.sandbox.exec([SHELL, "-c", parts[0]], cwd="/", timeout=timeout)
+            if not unpacked.ok:
+                return describe(unpacked, timeout), False
+            action = parts[1]
         result = await self.shell(action, timeout)
         return describe(result, timeout), result.ok
+
+    def _solution(self, action: str) -> tuple[str, str] | None:
+        """The two parts of `action` when it is one of the task's oracle actions (solution_action)."""
+        assert self.task is not None
+        folder = Path(self.task.meta["dir"])
+        for where in [folder / "steps" / s["name"] for s in _steps(self.task)] or [folder]:
+            if (where / "solution").is_dir() and action == solution_action(self.task, where):
+                return solution_parts(self.task, where)
+        return None
 
     def _remaining(self) -> float:
         return self._agent_deadline - time.monotonic()
@@ -251,15 +287,31 @@ class HarborEnv(WorkspaceEnv):
         return StepResult(self.observation or "", reward, True, info)
 
     def _next_step(self, rewards: dict[str, float]) -> StepResult:
+        """The step after a verified one. Run a step a run (`step_runs`, as Harbor runs them: play
+        in agents/episode.py), the run ends here, and the next begins with the step's instruction
+        (`pending_step`); else the instruction is the observation and the run goes on."""
         assert self.task is not None
         steps = _steps(self.task)
         step = steps[self._step]
         done = steps[self._step - 1]["name"]
-        self.observation = (f"Step {done} is checked: reward {_headline(rewards):g}.\n\nStep {self._step + 1} of "
-                            f"{len(steps)} ({step['name']}):\n{step['instruction']}")
         self.score_info = {"step": done, "step_rewards": rewards}
         self._breakdown = {**rewards, "step": done}
+        if self.task.meta.get("step_runs"):
+            self.observation = f"Step {done} is checked: reward {_headline(rewards):g}."
+            self.done, self.pending_step = True, self._step
+            return StepResult(self.observation, 0.0, True, {ACTION_EXECUTED: True, **self.score_info})
+        self.observation = (f"Step {done} is checked: reward {_headline(rewards):g}.\n\nStep {self._step + 1} of "
+                            f"{len(steps)} ({step['name']}):\n{step['instruction']}")
         return StepResult(self.observation, 0.0, False, {ACTION_EXECUTED: True, **self.score_info})
+
+    async def reset(self, task: Task, *, multi_turn: bool = False) -> str:
+        """As every kind's; but the next step's run of a multi-step task (its task's `step_index`,
+        the step this episode is waiting at) goes on in the same container, where the last ended."""
+        if self.task is not None and self.pending_step is not None and task.meta.get("step_index") == self.pending_step:
+            self.done, self.pending_step, self.multi_turn = False, None, multi_turn
+            self.observation = task.query
+            return task.query
+        return await super().reset(task, multi_turn=multi_turn)
 
     async def _reward(self, argument: str) -> tuple[float, dict[str, Any]]:
         assert self.task is not None
@@ -314,21 +366,47 @@ class HarborEnv(WorkspaceEnv):
     async def _verify(self, tests: list[Path], timeout: float, verifier_env: dict[str, str],
                       artifacts: list[dict[str, Any]], step: str | None = None) -> tuple[dict[str, float], VerifierRun]:
         assert self.sandbox is not None and self.task is not None
-        sandbox = self.sandbox
-        await self._collect(artifacts, step)
-        await sandbox.put("/logs/agent", files_tar({"trajectory.json": json.dumps(self.trajectory(), indent=1).encode()}))
-        await sandbox.exec(["rm", "-rf", "/tests"], cwd="/", timeout=30.0)
-        for folder in tests:
-            await sandbox.put("/tests", tar_of(folder))
+        carried = await self._collect(artifacts, step)
+        trajectory = files_tar({"trajectory.json": json.dumps(self.trajectory(), indent=1).encode()})
         env = resolve({**(self.task.meta.get("env") or {}), **verifier_env}, self.task.meta.get("host_env") or ())
-        run = await sandbox.exec([SHELL, "-c", VERIFY], cwd=self.workdir, timeout=timeout, env=env)
+        image = self.task.meta.get("verifier_image")
+        if not image:  # shared: in the agent's container
+            await self.sandbox.put("/logs/agent", trajectory)
+            return await self._run_verifier(self.sandbox, tests, timeout, env, self.workdir)
+        # Harbor's separate verifier: a fresh container of its own image, which gets the artifacts the
+        # agent's left (at their paths) and its trajectory, nothing else of it; the tests are its
+        # image's unless it is the task's own image
+        async with self.runtime.pool.lease(image) as verifier:
+            for path, data in carried.items():
+                where = PurePosixPath(path)
+                await verifier.put(str(where.parent), files_tar({where.name: data}))
+            await verifier.put("/logs/agent", trajectory)
+            workdir = self.task.meta.get("verifier_workdir") or await self.runtime.image_workdir(image)
+            variables = {**env, **resolve(dict(self.task.meta.get("verifier_environment_env") or {}),
+                                          self.task.meta.get("host_env") or ())}
+            own_tests = bool(self.task.meta.get("verifier_docker_image") or self.task.meta.get("verifier_context"))
+            return await self._run_verifier(verifier, [] if own_tests else tests, timeout, variables, workdir)
+
+    async def _run_verifier(self, sandbox: Sandbox, tests: list[Path], timeout: float, env: dict[str, str],
+                            workdir: str) -> tuple[dict[str, float], VerifierRun]:
+        """tests/test.sh run in `sandbox` as Harbor runs it, its rewards read there. `tests`: the
+        folders put in /tests first (none: the image's own /tests)."""
+        if tests:
+            await sandbox.exec(["rm", "-rf", "/tests"], cwd="/", timeout=30.0)
+            for folder in tests:
+                await sandbox.put("/tests", tar_of(folder))
+        prepared = await sandbox.exec([SHELL, "-c", PREPARE_VERIFIER], cwd="/", timeout=30.0)
+        if prepared.exit_code != 0:
+            raise VerifierError(f"the verifier could not be prepared: {_last_line(prepared.output)}")
+        run = await sandbox.exec([SHELL, "-c", VERIFY], cwd=workdir, timeout=timeout, env=env,
+                                 user=self._user("verifier_user"))
         output = run.output[-VERIFIER_OUTPUT:]
         if run.timed_out:
             raise VerifierTimedOut(f"the verifier ran longer than its {timeout:g} s (task.toml [verifier] timeout_sec)"
                                    f"; its last line: {_last_line(output)}")
-        rewards = await self._read_rewards()
+        rewards = await self._read_rewards(sandbox)
         if rewards is None or _headline(rewards) < 1:
-            await self._check_network()
+            await self._check_network(sandbox)
         if rewards is None:
             if run.exit_code in CANNOT_START:
                 raise VerifierError(f"tests/test.sh could not start (exit {run.exit_code}): {_last_line(output)}")
@@ -338,10 +416,12 @@ class HarborEnv(WorkspaceEnv):
 
     # ---------------------------------------------------------------- artifacts
 
-    async def _collect(self, artifacts: list[dict[str, Any]], step: str | None) -> None:
+    async def _collect(self, artifacts: list[dict[str, Any]], step: str | None) -> dict[str, bytes]:
         """Copy the artifacts out (Harbor's /logs/artifacts always): each file's text kept, cut at
-        ARTIFACT_TEXT bytes, ARTIFACTS_TEXT in all; a binary file by its size only."""
+        ARTIFACT_TEXT bytes, ARTIFACTS_TEXT in all; a binary file by its size only. Every file
+        copied, by its path in the container (what a separate verifier is given)."""
         assert self.sandbox is not None
+        carried: dict[str, bytes] = {}
         sources = [*artifacts, {"source": HARBOR_ARTIFACTS, "destination": None, "exclude": []}]
         for artifact in sources:
             source = str(PurePosixPath(self.workdir) / artifact["source"])  # an absolute source stays as it is
@@ -357,6 +437,8 @@ class HarborEnv(WorkspaceEnv):
                     continue
                 path = source if len(files) == 1 and PurePosixPath(source).name == name else f"{source}/{name}"
                 self._artifacts.append(self._artifact(path, step, data))
+                carried[path] = data
+        return carried
 
     def _artifact(self, path: str, step: str | None, data: bytes) -> dict[str, Any]:
         room = ARTIFACTS_TEXT - sum(len(a["text"] or "") for a in self._artifacts)
@@ -370,12 +452,12 @@ class HarborEnv(WorkspaceEnv):
     def _kept_artifacts(self) -> dict[str, Any]:
         return {"artifacts": list(self._artifacts)} if self._artifacts else {}
 
-    async def _check_network(self) -> None:
+    async def _check_network(self, sandbox: Sandbox) -> None:
         """VerifierOffline when the verifier failed to reach a host from a container that was not
         given the internet (no network, or a group's own with no route out): the setting's
         failure, not the model's 0."""
-        assert self.sandbox is not None and self.task is not None
-        found = await self.sandbox.exec(["grep", "-m1", "-iE", OFFLINE.pattern, "/logs/verifier/test-stdout.txt"],
+        assert self.task is not None
+        found = await sandbox.exec(["grep", "-m1", "-iE", OFFLINE.pattern, "/logs/verifier/test-stdout.txt"],
                                         cwd="/", timeout=10.0)
         if found.exit_code != 0:
             return
@@ -389,11 +471,11 @@ class HarborEnv(WorkspaceEnv):
             hint = "task.toml gives the task no network, yet its verifier needs one: fix the task"
         raise VerifierOffline(f"the verifier tried to reach the internet ({line}); {hint}")
 
-    async def _read_rewards(self) -> dict[str, float] | None:
+    async def _read_rewards(self, sandbox: Sandbox) -> dict[str, float] | None:
         """As Harbor (0.26) reads them: reward.json's keys when it exists, else reward.txt's number
         as `reward`; None when neither file is there. VerifierError for a file that is there but
         holds no reward, or a value that is not a reward in [0, 1]."""
-        text_json = await self._read(REWARD_JSON)
+        text_json = await _read(sandbox, REWARD_JSON)
         if text_json is not None:
             rewards = _numbers(text_json)
             if not rewards:
@@ -401,13 +483,9 @@ class HarborEnv(WorkspaceEnv):
             for key, value in rewards.items():
                 _in_range(value, f"{REWARD_JSON}'s `{key}`")
             return rewards
-        text_txt = await self._read(REWARD_TXT)
+        text_txt = await _read(sandbox, REWARD_TXT)
         return None if text_txt is None else {"reward": _number(text_txt, REWARD_TXT)}
 
-    async def _read(self, path: str) -> str | None:
-        assert self.sandbox is not None
-        result = await self.sandbox.exec(["cat", path], cwd="/", timeout=10.0)
-        return result.output if result.exit_code == 0 else None
 
     def trajectory(self) -> dict[str, Any]:
         """The episode so far in Harbor's ATIF: the instruction, then one agent step per action with
@@ -429,6 +507,11 @@ class VerifierRun(NamedTuple):
 
     exit_code: int
     output: str
+
+
+async def _read(sandbox: Sandbox, path: str) -> str | None:
+    result = await sandbox.exec(["cat", path], cwd="/", timeout=10.0)
+    return result.output if result.exit_code == 0 else None
 
 
 def _steps(task: Task) -> list[dict[str, Any]]:
@@ -517,12 +600,23 @@ SOLVE_FAILED = "[solution/solve.sh exited"
 def solution_action(task: Task, where: Path | None = None) -> str:
     """The oracle's action: the task's (or a step's, at `where`) solution/ unpacked to /solution,
     then solve.sh made executable and run with [solution] env, as Harbor's oracle agent runs it."""
+    unpack, run = solution_parts(task, where)
+    return f"{unpack} && {run}"
+
+
+UNPACK_SOLUTION = "rm -rf /solution && mkdir -p /solution && echo "
+
+
+def solution_parts(task: Task, where: Path | None = None) -> tuple[str, str]:
+    """The oracle's action in its two parts: solution/ unpacked (Harbor does it as root), and
+    solve.sh run (as the agent's user)."""
     packed = base64.b64encode(tar_of((where or Path(task.meta["dir"])) / "solution")).decode("ascii")
     variables = {"DEBIAN_FRONTEND": "noninteractive", **(task.meta.get("solution_env") or {})}
     env = " ".join(f"{name}={shlex.quote(value)}" for name, value in variables.items())
-    return (f"rm -rf /solution && mkdir -p /solution && echo {packed} | base64 -d | tar -xf - -C /solution && "
-            f"chmod +x /solution/solve.sh && env {env} /solution/solve.sh; status=$?; "
-            f"[ $status -eq 0 ] || echo \"{SOLVE_FAILED} $status]\"; (exit $status)")
+    return (f"{UNPACK_SOLUTION}{packed} | base64 -d | tar -xf - -C /solution && chmod -R a+rX /solution && "
+            "chmod +x /solution/solve.sh",
+            f"env {env} /solution/solve.sh; status=$?; [ $status -eq 0 ] || echo \"{SOLVE_FAILED} $status]\"; "
+            "(exit $status)")
 
 
 def _time_limit(task: Task) -> float:
@@ -540,10 +634,13 @@ def _offers_extras(task: Task) -> bool:
 
 
 def _oracle(task: Task) -> list[str]:
-    """solve.sh then `submit`: the task's, or each step's in turn."""
+    """solve.sh then `submit`: the task's, or each step's in turn (one step's, in its own run)."""
     folder = Path(task.meta["dir"])
     actions = []
-    for where in [folder / "steps" / s["name"] for s in _steps(task)] or [folder]:
+    steps = _steps(task)
+    if task.meta.get("step_index") is not None:
+        steps = steps[int(task.meta["step_index"]):][:1]
+    for where in [folder / "steps" / s["name"] for s in steps] or [folder]:
         actions += [solution_action(task, where), "submit"] if (where / "solution").is_dir() else ["submit"]
     return actions
 

@@ -61,6 +61,10 @@ class WorkspaceEnv(LeasedEnv):
     def start_dir(self, task: Task, image_workdir: str) -> str:
         return image_workdir
 
+    def agent_user(self) -> str | None:
+        """Who the agent's actions run as (Docker's forms, or "image": the image's USER); None: root."""
+        return None
+
     async def _start(self, task: Task) -> None:
         self.workdir = self.start_dir(task, await self.runtime.image_workdir(task.image))
         self._cwd, self._fresh = self.workdir, True
@@ -71,9 +75,10 @@ class WorkspaceEnv(LeasedEnv):
         assert self.sandbox is not None and self.task is not None
         if self._fresh:
             exports = "".join(f"export {name}={shlex.quote(value)}; " for name, value in self.variables(self.task).items())
-            await self.sandbox.session(f"{exports}cd {shlex.quote(self._cwd)}", timeout=10.0, cap=4096)
+            await self.sandbox.session(f"{exports}cd {shlex.quote(self._cwd)}", timeout=10.0, cap=4096,
+                                       user=self.agent_user())
             self._fresh = False
-        result = await self.sandbox.session(action, timeout=timeout, cap=OUTPUT_CAP)
+        result = await self.sandbox.session(action, timeout=timeout, cap=OUTPUT_CAP, user=self.agent_user())
         if result.timed_out or result.flooded or result.exit_code < 0:
             self._fresh = True  # the driver ended that shell: the next starts where this one was
         elif result.cwd:

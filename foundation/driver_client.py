@@ -176,14 +176,19 @@ class DriverClient:
         return cast(protocol.Reply, reply)  # the driver answers each op with that op's reply (icdriver/server.py)
 
     async def exec(self, argv: list[str], *, cwd: str = "/", timeout: float = 10.0, cap: int = 65536,
-                   flood: int = 8 << 20, env: dict[str, str] | None = None, linger: float = 0.0) -> ExecResult:
+                   flood: int = 8 << 20, env: dict[str, str] | None = None, linger: float = 0.0,
+                   user: str | None = None) -> ExecResult:
         request = protocol.ExecRequest(op=protocol.EXEC, argv=argv, cwd=cwd, timeout=timeout, cap=cap, flood=flood,
                                        env=env or {}, linger=linger)
+        if user:
+            request["user"] = user
         reply = await self.call(request, wait=timeout + 15.0)
         return _result(reply, valid_utf8=reply.get("utf8", True))
 
-    async def session(self, cmd: str, *, timeout: float = 10.0, cap: int = 65536) -> ExecResult:
+    async def session(self, cmd: str, *, timeout: float = 10.0, cap: int = 65536, user: str | None = None) -> ExecResult:
         request = protocol.SessionRequest(op=protocol.SESSION, cmd=cmd, timeout=timeout, cap=cap)
+        if user:
+            request["user"] = user
         reply = await self.call(request, wait=timeout + 15.0)
         return _result(reply, cwd=reply["cwd"])
 

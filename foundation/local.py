@@ -66,7 +66,10 @@ class LocalSandbox:
         return self.root / inside.lstrip("/")
 
     async def exec(self, argv: list[str], *, cwd: str | None = None, timeout: float | None = None,
-                   cap: int | None = None, env: dict[str, str] | None = None, linger: float = 0.0) -> ExecResult:
+                   cap: int | None = None, env: dict[str, str] | None = None, linger: float = 0.0,
+                   user: str | None = None) -> ExecResult:
+        # `user` is not taken: everything here runs as this process's user (a user of a task's image
+        # is the container's, and this machine's /etc/passwd is not the image's)
         env = {"HOME": str(self.root), **(env or {})}
         return await self.driver.exec(argv, cwd=str(self.path(cwd or self.cwd)), timeout=timeout or self.limits.timeout,
                                       cap=cap or self.limits.output_cap, flood=self.limits.flood, env=env, linger=linger)
@@ -76,8 +79,9 @@ class LocalSandbox:
         return await run_action(self, action, shell=shell, timeout=timeout, cap=cap,
                                 located=lambda directory: shlex.quote(str(self.path(directory))))
 
-    async def session(self, action: str, *, timeout: float | None = None, cap: int | None = None) -> ExecResult:
-        if not self._session_started:  # the driver's shell starts at the host's /: move it to the top here
+    async def session(self, action: str, *, timeout: float | None = None, cap: int | None = None,
+                      user: str | None = None) -> ExecResult:
+        if not self._session_started:  # `user` is not taken, as exec's  # the driver's shell starts at the host's /: move it to the top here
             await self.driver.session(f"cd {shlex.quote(str(self.root))}", timeout=10.0, cap=1024)
             self._session_started = True
         result = await self.driver.session(action, timeout=timeout or self.limits.timeout,

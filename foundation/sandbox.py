@@ -62,17 +62,21 @@ class Sandbox(Protocol):
         """Its identity, for lineage and logs."""
 
     async def exec(self, argv: list[str], *, cwd: str | None = None, timeout: float | None = None,
-                   cap: int | None = None, env: dict[str, str] | None = None, linger: float = 0.0) -> ExecResult:
+                   cap: int | None = None, env: dict[str, str] | None = None, linger: float = 0.0,
+                   user: str | None = None) -> ExecResult:
         """Run `argv` in `cwd` within the limits: the raw call. It answers when `argv` exits; with
         `linger`, when its output ends or `linger` seconds after it exited, whichever is first (what
-        its background jobs print meanwhile counts)."""
+        its background jobs print meanwhile counts). `user`: who runs it (Docker's forms, or
+        "image": the image's USER; icdriver/users.py); root when None."""
 
     async def run(self, action: str, *, shell: str = "/bin/bash", timeout: float | None = None,
                   cap: int | None = None) -> ExecResult:
         """Run a shell action in a fresh shell in `cwd`; a leading `cd` moves `cwd`."""
 
-    async def session(self, action: str, *, timeout: float | None = None, cap: int | None = None) -> ExecResult:
-        """Run a shell action in the lease's one persistent shell."""
+    async def session(self, action: str, *, timeout: float | None = None, cap: int | None = None,
+                      user: str | None = None) -> ExecResult:
+        """Run a shell action in the lease's one persistent shell (as `user`, as exec's: a shell of
+        another user's is ended first)."""
 
     async def python(self, codes: Sequence[str], *, timeout: float | None = None, cap: int | None = None,
                      name: str = "main", fresh: bool = False, close: bool = False) -> PythonRun:

@@ -16,6 +16,7 @@ import subprocess
 from collections.abc import Mapping
 
 from icdriver.restore import CONFIG, Config, snapshot
+from icdriver.users import USER_FILE
 
 HOME = "/usr/lib/intercode"
 RUNTIME = HOME + "/runtime/bin"
@@ -33,6 +34,7 @@ def prepare(environ: Mapping[str, str] | None = None) -> None:
         link(HOME + "/python3", python)
     else:
         write(HOME + "/python3", LAUNCHER, 0o755)
+    write(USER_FILE, environ.get("IC_USER", "") + "\n", 0o644)  # the image's USER, for the driver (icdriver/users.py)
     if not os.path.exists(CONFIG):
         write(CONFIG, json.dumps(Config(system=[])) + "\n", 0o644)
     if environ.get("IC_COMMIT_ROOT") == "1":

@@ -7,14 +7,16 @@ driver whose version is not VERSION: bump it on any change that one end must kno
 
 Ops and their fields (each op's request and reply is a TypedDict below, used by both ends):
   hello                      -> pid, version
-  exec     argv cwd timeout cap flood env linger
+  exec     argv cwd timeout cap flood env linger user
                              -> exit, output, omitted, timed_out, flooded, elapsed, spawned, utf8
                                 (linger: seconds to go on reading after argv exited, until its
                                 output's pipe closes; 0, the default, reads what is buffered;
                                 utf8 only when spawned)
-  session  cmd timeout cap flood shell
+  session  cmd timeout cap flood shell user
                              -> exit, output, omitted, timed_out, flooded, elapsed, cwd, restarted
                                 (one persistent bash; shell only when it starts it)
+                                (user: who runs it, Docker's forms or "image", the image's USER;
+                                root by default: icdriver/users.py)
   reset                      -> killed, restored, removed (processes and files back to pristine;
                                 the processes that ran before the driver started are kept)
   python   codes timeout cap name fresh close
@@ -40,7 +42,7 @@ from typing import IO, TYPE_CHECKING, Any, Final, Literal, TypedDict, Union
 if TYPE_CHECKING:
     from typing import NotRequired  # Python 3.11's: only in annotations, which are strings here
 
-VERSION = 3
+VERSION = 4
 
 HELLO: Final = "hello"
 EXEC: Final = "exec"
@@ -83,6 +85,7 @@ class ExecRequest(_Request):
     flood: NotRequired[int]  # bytes left out past which the process is killed; 8 MiB by default
     env: NotRequired[dict[str, str]]  # over the driver's own environment
     linger: NotRequired[float]  # seconds; 0 by default
+    user: NotRequired[str]  # who runs it (Docker's forms, or "image": the image's USER); root by default
 
 
 class SessionRequest(_Request):
@@ -92,6 +95,7 @@ class SessionRequest(_Request):
     cap: NotRequired[int]
     flood: NotRequired[int]
     shell: NotRequired[str]  # the bash to start, when none is running; the image's by default
+    user: NotRequired[str]  # who the bash runs as (as exec's); another user's bash is ended first
 
 
 class ResetRequest(_Request):

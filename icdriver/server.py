@@ -15,6 +15,7 @@ from icdriver.process import kill_group, kill_strays, list_procs
 from icdriver.repl import Repl, repl_failure
 from icdriver.restore import Restorer
 from icdriver.session import SHELL, Session
+from icdriver.users import environment, popen_args, resolve
 
 
 class Driver:
@@ -49,11 +50,17 @@ class Driver:
         argv, cwd = req["argv"], req.get("cwd") or "/"
         timeout = float(req.get("timeout", 10))
         capture = Capture(int(req.get("cap", 65536)), int(req.get("flood", 8 << 20)))
-        env, linger = dict(os.environ, **req.get("env", {})), float(req.get("linger", 0))
+        linger = float(req.get("linger", 0))
         start = time.monotonic()
         try:
+            user = resolve(req.get("user"))
+        except ValueError as exc:
+            return {"exit": 126, "output": "intercode: %s\n" % exc, "omitted": 0, "timed_out": False,
+                    "flooded": False, "elapsed": 0.0, "spawned": False}
+        env = environment(user, dict(os.environ, **req.get("env", {})))
+        try:
             proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT, start_new_session=True)
+                                    stderr=subprocess.STDOUT, start_new_session=True, **popen_args(user))  # type: ignore[call-overload]
             self.groups.add(proc.pid)
         except OSError as exc:
             return {"exit": 127 if isinstance(exc, FileNotFoundError) else 126,
@@ -73,8 +80,12 @@ class Driver:
 
     def op_session(self, req: protocol.SessionRequest) -> protocol.SessionReply:
         restarted = self.session is not None and not self.session.alive()
+        user = resolve(req.get("user"))  # a user the container lacks: ValueError, the op's error
+        if self.session is not None and self.session.user != user:  # another user's shell: a new one
+            self.session.close()
+            self.session = None
         if self.session is None or not self.session.alive():
-            self.session = Session(req.get("shell", SHELL))
+            self.session = Session(req.get("shell", SHELL), user)
             self.groups.add(self.session.proc.pid)
         start = time.monotonic()
         capture = Capture(int(req.get("cap", 65536)), int(req.get("flood", 8 << 20)))

@@ -6,10 +6,11 @@ import os
 import subprocess
 import time
 import uuid
-from typing import Literal
+from typing import Literal, Optional
 
 from icdriver.capture import Capture, Outcome, pump
 from icdriver.process import kill_group
+from icdriver.users import User, environment, popen_args
 
 
 # The image's bash, or the driver's own where the image has none (icdriver/prepare.py links it).
@@ -19,9 +20,11 @@ SHELL = "/usr/lib/intercode/bash" if os.path.exists("/usr/lib/intercode/bash") e
 class Session:
     """One persistent bash whose state (cwd, variables, functions) lives across actions."""
 
-    def __init__(self, shell: str = SHELL) -> None:
+    def __init__(self, shell: str = SHELL, user: Optional[User] = None) -> None:
+        self.user = user  # who it runs as (None: the driver's root)
         self.proc = subprocess.Popen([shell, "--noprofile", "--norc"], cwd="/", stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+                                     env=environment(user, dict(os.environ)), **popen_args(user))  # type: ignore[call-overload]
         assert self.proc.stdin is not None and self.proc.stdout is not None  # both piped, above
         self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
 

@@ -190,7 +190,12 @@ def _harbor(spec: TaskSetConfig, root: Path) -> TaskSet:
                                     context_dir=context, timeout=meta["build_timeout"], prebuilt=meta["docker_image"],
                                     source=folder))
         services = [_service(task, service, meta["host_env"]) for service in meta.get("services", [])]
-        register(own_layer(_short(task.image), source, companions=tuple(_short(s["image"]) for s in services)))
+        companions = tuple(_short(s["image"]) for s in services)
+        if meta.get("verifier_separate"):  # Harbor's separate verifier: a container of its own image, built with the task's
+            verifier = _verifier_image(task, folder, source)
+            meta = {**meta, "verifier_image": verifier.tag}
+            companions += (verifier.name,)
+        register(own_layer(_short(task.image), source, companions=companions))
         network = bool(meta["allow_internet"] and spec.allow_internet)
         # what its container is given: a verifier that fails offline is told why
         tasks.append(replace(task, meta={**meta, "internet": network}))
@@ -203,9 +208,22 @@ def _harbor(spec: TaskSetConfig, root: Path) -> TaskSet:
         hardening[task.image] = {"cpus": cpus, "memory_mb": memory_mb, "pids": HARBOR_PIDS,
                                  "disk_mb": max(storage_mb, 64), "network": network,
                                  "cap_drop": HARBOR_CAP_DROP, "entrypoint": True, "services": services}
+        if meta.get("verifier_image"):  # the agent's limits and network, without its services
+            hardening[meta["verifier_image"]] = {**hardening[task.image], "services": []}
     digest = hashlib.sha256("".join(t.meta["digest"] for t in tasks).encode()).hexdigest()[:16]
     folders = {t.meta["dir"]: t.meta["digest"] for t in tasks}
     return TaskSet(label, tasks, hardening, digest, notes=_harbor_notes(spec, tasks) + capped, sources=folders)
+
+
+def _verifier_image(task: Task, folder: Path, source: ImageSpec) -> ImageSpec:
+    """A separate verifier's image (Harbor's order): [verifier.environment] docker_image, else
+    tests/Dockerfile (tests/ its context), else the task's own, each with our layer over it."""
+    meta = task.meta
+    if meta.get("verifier_docker_image") or meta.get("verifier_context"):
+        source = register(ImageSpec(f"{_short(task.image)}-verifier-src", "Dockerfile", context_dir=folder / "tests",
+                                    timeout=meta["build_timeout"], prebuilt=meta.get("verifier_docker_image"),
+                                    source=folder))
+    return register(own_layer(f"{_short(task.image)}-verifier", source))
 
 
 def _refusal(meta: Mapping[str, Any], spec: TaskSetConfig) -> str | None:

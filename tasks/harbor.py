@@ -111,6 +111,13 @@ def _read(folder: Path) -> tuple[dict[str, Any], list[str]]:
         settings["env"] = {**compose.main_env, **settings["env"]}
         settings["docker_image"] = settings["docker_image"] or compose.main_image
         settings["main_context"], settings["main_dockerfile"] = compose.main_context, compose.main_dockerfile
+    settings["verifier_context"] = None
+    if settings["verifier_separate"]:  # its image, as Harbor picks it: docker_image, tests/Dockerfile, the task's
+        if (folder / "tests" / "docker-compose.yaml").is_file() and not settings["verifier_docker_image"]:
+            raise Unsupported("tests/docker-compose.yaml (a separate verifier made of compose services) is not "
+                              "supported here: give it a tests/Dockerfile")
+        if not settings["verifier_docker_image"] and (folder / "tests" / "Dockerfile").is_file():
+            settings["verifier_context"] = str(folder / "tests")
     built = settings["main_context"] is not None or (environment / "Dockerfile").is_file()
     if not built and not settings["docker_image"]:
         raise Malformed("environment/Dockerfile is missing (and task.toml's [environment] gives no docker_image)")

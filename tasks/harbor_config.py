@@ -3,11 +3,11 @@
     settings, warnings = read_config(text)     # Unsupported or Malformed: one line naming the field
 
 Every field Harbor's TaskConfig accepts is accepted here. What changes how a task runs is used
-(timeouts, resources, network, environment variables, the working directory, the healthcheck,
+(timeouts, resources, network, environment variables, the working directory, the healthcheck, the users,
 a prebuilt `docker_image`, MCP servers, `skills_dir`, artifacts, [[steps]] and their reward
 strategy); what does not is ignored ([task], [metadata], `source`, `gpu_types`); what changes it in
-a way we can't honour raises Unsupported, naming the field (a separate verifier, an MCP server
-over stdio, GPUs, TPUs, Windows, a user other than root). A key Harbor does
+a way we can't honour raises Unsupported, naming the field (a separate verifier per step, an MCP server
+over stdio, GPUs, TPUs, Windows). A key Harbor does
 not know that is close to one it does (a typo: `[agent2]`, `timout_sec`) is a warning naming the
 one meant: Harbor ignores it silently, we say
 so; a key close to none Harbor knows (a corpus's own table: `[reference_pattern]`) is ignored in
@@ -42,6 +42,10 @@ KNOWN: dict[str, frozenset[str]] = {
                               "healthcheck", "workdir", "allow_internet", "network_mode", "allowed_hosts"}),
     "solution": frozenset({"env"}),
     "environment.healthcheck": frozenset({"command", *HEALTHCHECK}),
+    "verifier.environment": frozenset({"build_timeout_sec", "docker_image", "os", "cpus", "memory_mb", "storage_mb",
+                                       "memory", "storage", "gpus", "gpu_types", "tpu", "env", "workdir",
+                                       "allow_internet", "network_mode", "allowed_hosts", "healthcheck", "mcp_servers",
+                                       "skills_dir"}),
 }
 TYPO_CUTOFF = 0.8  # difflib's ratio above which an unknown name is taken for a typo of a known one
 TEMPLATE = re.compile(r"\$\{([^}:]+)(?::-(.*))?\}")  # ${VAR} or ${VAR:-default}, resolved from this machine
@@ -70,6 +74,10 @@ def read_config(text: str) -> tuple[dict[str, Any], list[str]]:
         "verifier_timeout": _seconds(verifier.get("timeout_sec"), VERIFIER_TIMEOUT, "[verifier] timeout_sec"),
         "build_timeout": _seconds(environment.get("build_timeout_sec"), BUILD_TIMEOUT, "[environment] build_timeout_sec"),
         "verifier_env": _env(verifier.get("env"), "[verifier] env"),
+        # who the agent (and the solution) and the verifier run as: None, the image's USER, as in Harbor
+        "agent_user": _user(agent.get("user"), "[agent] user"),
+        "verifier_user": _user(verifier.get("user"), "[verifier] user"),
+        **_verifier_environment(verifier, tables["verifier.environment"]),
         "solution_env": _literal(_env(tables["solution"].get("env"), "[solution] env")),
         "env": _env(environment.get("env"), "[environment] env"),
         "cpus": _cpus(environment.get("cpus")),
@@ -179,10 +187,11 @@ def _steps(value: Any) -> list[dict[str, Any]]:
             "warnings": [f"task.toml: unknown key `{key}` in {where}, ignored (as Harbor ignores it): did you mean `{meant}`?"
                          for key in sorted(set(table) - STEP_KEYS) if (meant := typo_of(key, STEP_KEYS))],
         }
+        if verifier.get("environment_mode") == "separate" or "environment" in verifier:
+            raise Unsupported(f"task.toml's {where} verifier environment (a separate verifier per step) is not "
+                              "supported here: give the task's [verifier] one")
         for section, known in (("agent", KNOWN["agent"]), ("verifier", KNOWN["verifier"])):
-            user = _sub(table, section, where).get("user")
-            if user not in (None, "root", 0):
-                raise Unsupported(f"task.toml's {where} {section} user = {user!r}: only root is supported here")
+            step[f"{section}_user"] = _user(_sub(table, section, where).get("user"), f"{where} {section} user")
             step["warnings"] += [f"task.toml: unknown key `{key}` in {where}'s {section}, ignored: did you mean `{meant}`?"
                                  for key in sorted(set(_sub(table, section, where)) - known)
                                  if (meant := typo_of(key, known))]
@@ -279,17 +288,12 @@ def _table(data: dict[str, Any], name: str) -> dict[str, Any]:
 def _refuse_unsupported(data: dict[str, Any], tables: dict[str, dict[str, Any]]) -> None:
     environment, verifier = tables["environment"], tables["verifier"]
     checks = [
-        (verifier.get("environment_mode") == "separate" or verifier.get("environment") is not None,
-         "[verifier] environment_mode = \"separate\" (a verifier container of its own) is not supported here"),
         (bool(verifier.get("collect")), "[[verifier.collect]] (commands in compose services) is not supported here"),
         (str(environment.get("os", "linux")).lower() != "linux", f"[environment] os = {environment.get('os')!r}: "
                                                                  "only Linux containers run here"),
         (_count(environment.get("gpus"), "[environment] gpus") > 0, "[environment] `gpus` is not supported here (no GPU)"),
         (environment.get("tpu") is not None, "[environment] `tpu` is not supported here (no TPU)"),
     ]
-    for section in ("agent", "verifier"):
-        user = tables[section].get("user")
-        checks.append((user not in (None, "root", 0), f"[{section}] user = {user!r}: only root is supported here"))
     for refused, why in checks:
         if refused:
             raise Unsupported(f"task.toml's {why}")
@@ -317,6 +321,36 @@ def typo_of(key: str, known: Collection[str]) -> str | None:
     `timout_sec`, `[agent2]`), or None."""
     found = difflib.get_close_matches(key.lower(), sorted(known), n=1, cutoff=TYPO_CUTOFF)
     return found[0] if found else None
+
+
+def _verifier_environment(verifier: dict[str, Any], environment: dict[str, Any]) -> dict[str, Any]:
+    """Harbor's verifier environment: "shared" (the agent's container) or "separate" (a container of
+    its own, the agent's artifacts carried into it); separate when a [verifier.environment] table is
+    given and no mode is. Its image: tests/Dockerfile, else its `docker_image`, else the task's own."""
+    mode = verifier.get("environment_mode")
+    if mode not in (None, "shared", "separate"):
+        raise Malformed(f"task.toml's [verifier] environment_mode must be \"shared\" or \"separate\", not {mode!r}")
+    given = "environment" in verifier
+    if mode == "shared" and given:
+        raise Malformed("task.toml's [verifier] environment_mode = \"shared\" takes no [verifier.environment] table: "
+                        "the verifier runs in the agent's container")
+    return {"verifier_separate": mode == "separate" or (mode is None and given),
+            "verifier_docker_image": _text(environment.get("docker_image"), "[verifier.environment] docker_image"),
+            "verifier_workdir": _workdir(environment.get("workdir")),
+            "verifier_environment_env": _env(environment.get("env"), "[verifier.environment] env")}
+
+
+USER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]*)?")  # Docker's user[:group] forms
+
+
+def _user(value: Any, key: str) -> str | None:
+    """A user as Harbor takes it (a name or a UID; Docker's `user:group` too), or None: the image's."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | str) or not USER.fullmatch(str(value)) \
+            or (isinstance(value, int) and value < 0):
+        raise Malformed(f"task.toml's {key} must be a user name or a UID, not {value!r}")
+    return str(value)
 
 
 def _seconds(value: Any, default: float, key: str) -> float:

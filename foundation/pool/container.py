@@ -193,6 +193,9 @@ def container_config(image: str, hardening: Hardening, labels: dict[str, str], d
         body["NetworkingConfig"] = {"EndpointsConfig": {network: {"Aliases": [MAIN_ALIAS]}}}
     if not keeper:
         return body
+    # Our keeper and driver run as root, whatever the image's USER: the driver starts the agent's
+    # processes as that user (icdriver/users.py)
+    body["User"] = "0:0"
     return {**body, "Cmd": KEEPER} if entrypoint else {**body, "Entrypoint": [], "Cmd": KEEPER}
 
 

@@ -60,11 +60,12 @@ class ContainerSandbox:
         return self._member.driver
 
     async def exec(self, argv: list[str], *, cwd: str | None = None, timeout: float | None = None,
-                   cap: int | None = None, env: dict[str, str] | None = None, linger: float = 0.0) -> ExecResult:
+                   cap: int | None = None, env: dict[str, str] | None = None, linger: float = 0.0,
+                   user: str | None = None) -> ExecResult:
         try:
             return await self._driver().exec(argv, cwd=cwd or self.cwd, timeout=timeout or self.limits.timeout,
                                              cap=cap or self.limits.output_cap, flood=self.limits.flood, env=env,
-                                             linger=linger)
+                                             linger=linger, user=user)
         except DriverExited as exc:
             await self._survive(exc)
             return KILLED_RESULT
@@ -73,10 +74,11 @@ class ContainerSandbox:
                   cap: int | None = None) -> ExecResult:
         return await run_action(self, action, shell=shell, timeout=timeout, cap=cap)
 
-    async def session(self, action: str, *, timeout: float | None = None, cap: int | None = None) -> ExecResult:
+    async def session(self, action: str, *, timeout: float | None = None, cap: int | None = None,
+                      user: str | None = None) -> ExecResult:
         try:
             result = await self._driver().session(action, timeout=timeout or self.limits.timeout,
-                                                  cap=cap or self.limits.output_cap)
+                                                  cap=cap or self.limits.output_cap, user=user)
         except DriverExited as exc:
             await self._survive(exc)
             return KILLED_RESULT

@@ -157,9 +157,15 @@ async def _build_one(docker: aiodocker.Docker, spec: ImageSpec, data_dir: Path, 
         progress(Line(spec.name, f"up to date ({current['Id'][7:19]})"))
         return BuildResult(spec.name, spec.tag, current["Id"], False, time.monotonic() - start)
     progress(Line(spec.name, f"building {spec.tag} ({describe(entries)} of context)"))
+    buildargs = dict(spec.buildargs)
+    if spec.parent_user and spec.parent is not None:
+        # our layer keeps the image's USER (images/own/Dockerfile): a function of the parent's ID,
+        # which the inputs' hash holds already
+        parent = await find_image(docker, get(spec.parent).tag)
+        buildargs["IC_USER"] = str(((parent or {}).get("Config") or {}).get("User") or "")
     context = await asyncio.to_thread(write_tar, entries)
     try:
-        image_id = await run_build(docker, spec.name, context, tag=spec.tag, buildargs=spec.buildargs,
+        image_id = await run_build(docker, spec.name, context, tag=spec.tag, buildargs=buildargs,
                                    labels={HASH_LABEL: digest, NAME_LABEL: spec.name, **spec.labels}, nocache=force,
                                    progress=progress, dockerfile=spec.dockerfile_in_context, timeout=spec.timeout)
     except ImageError as exc:

@@ -53,6 +53,7 @@ class ImageSpec:
     prebuilt: str | None = None  # an image the engine may have already (a Harbor task's docker_image): used if so
     companions: tuple[str, ...] = ()  # specs whose containers run beside this image's (a task's services): built first
     source: Path | None = None  # the user's task folder or file it is made from (SOURCE_LABEL)
+    parent_user: bool = False  # the parent image's USER is passed to the build as IC_USER (our layer keeps it)
 
     @property
     def labels(self) -> dict[str, str]:
@@ -122,7 +123,8 @@ def own_layer(name: str, parent: ImageSpec, *, commit_root: bool = False, image_
                      buildargs=_frozen({"BASE": parent.tag, "RUNTIME": runtime.tag,
                                         "IC_COMMIT_ROOT": "1" if commit_root else "0",
                                         "IC_PYTHON": "image" if image_python else "runtime"}),
-                     timeout=parent.timeout, stages=(runtime.name,), companions=companions, source=parent.source)
+                     timeout=parent.timeout, stages=(runtime.name,), companions=companions, source=parent.source,
+                     parent_user=True)
 
 
 def get(name: str) -> ImageSpec:

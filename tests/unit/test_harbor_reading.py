@@ -91,7 +91,11 @@ def config(text: str) -> tuple[dict, list[str]]:
     ('[[steps]]\nname = "one"\nmin_reward = "high"', Malformed, "min_reward"),
     ('artifacts = [{source = "/x", service = "db"}]', Unsupported, "service 'db'"),
     ('multi_step_reward_strategy = "max"', Malformed, "multi_step_reward_strategy"),
-    ('[verifier]\nenvironment_mode = "separate"', Unsupported, "a verifier container of its own"),
+    ('[[steps]]\nname = "a"\n[steps.verifier]\nenvironment_mode = "separate"', Unsupported,
+     "a separate verifier per step) is not supported here"),
+    ('[verifier]\nenvironment_mode = "apart"', Malformed, 'must be "shared" or "separate"'),
+    ('[verifier]\nenvironment_mode = "shared"\n[verifier.environment]\ndocker_image = "x"', Malformed,
+     "takes no [verifier.environment] table"),
     ('[environment]\ngpus = 1', Unsupported, "`gpus`"),
     ('[environment]\nos = "windows"', Unsupported, "only Linux"),
     ('[solution]\nenv = { KEY = "${HOME}" }', Unsupported, "stored with the oracle's action"),
@@ -182,3 +186,30 @@ def test_reward_json_values_are_numbers_and_each_in_range():
 ])
 def test_what_a_verifier_without_a_network_prints(line, offline):
     assert bool(OFFLINE.search(line)) is offline
+
+
+def test_the_agent_s_and_the_verifier_s_users_are_taken_as_harbor_takes_them():
+    """Harbor runs the agent (and the solution) as [agent] user and the tests as [verifier] user,
+    each the image's USER when unset (None here); a step's own user, else the task's."""
+    settings, _ = config('[agent]\nuser = "agent"\n[verifier]\nuser = 0\n[[steps]]\nname = "one"\n'
+                         '[steps.agent]\nuser = "1000:1000"\n')
+    assert (settings["agent_user"], settings["verifier_user"]) == ("agent", "0")
+    assert (settings["steps"][0]["agent_user"], settings["steps"][0]["verifier_user"]) == ("1000:1000", None)
+    settings, _ = config("")
+    assert (settings["agent_user"], settings["verifier_user"]) == (None, None)
+    for bad in ('"a b"', "-1", "true", '"x:y:z"'):
+        with pytest.raises(Malformed, match="must be a user name or a UID"):
+            config(f"[agent]\nuser = {bad}\n")
+
+
+def test_a_separate_verifier_is_read_as_harbor_reads_it():
+    """Harbor's separate verifier: a mode, or a [verifier.environment] table alone; its image the
+    table's docker_image, else tests/Dockerfile, else the task's own (tasks/harbor.py)."""
+    settings, warnings = config('[verifier]\nenvironment_mode = "separate"\n')
+    assert settings["verifier_separate"] and settings["verifier_docker_image"] is None and warnings == []
+    settings, _ = config('[verifier.environment]\ndocker_image = "judge:1"\nworkdir = "/judge"\nenv = { A = "1" }\n')
+    assert settings["verifier_separate"] and settings["verifier_docker_image"] == "judge:1"
+    assert (settings["verifier_workdir"], settings["verifier_environment_env"]) == ("/judge", {"A": "1"})
+    assert not config("")[0]["verifier_separate"]
+    task = {t.name: t for t in read_harbor(PROJECT_ROOT / "tests" / "fixtures" / "harbor", "h")}["separate-verifier"]
+    assert task.meta["verifier_context"].endswith("separate-verifier/tests") and "unavailable" not in task.meta
