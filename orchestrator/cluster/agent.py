@@ -285,7 +285,8 @@ class HostAgent:
 
     def _reply(self, env_id: int, value: T) -> Reply[T]:
         env = self.envs[env_id]
-        return Reply(value, env.done, env.observation_rows(), self.host, env_id, env.breakdown(), env.failure)
+        return Reply(value, env.done, env.observation_rows(), self.host, env_id, env.breakdown(), env.failure,
+                     env.pending_step)
 
 
 def held_to_the_table(agent: HostAgent) -> dict[str, Callable[..., Awaitable[Any]]]:

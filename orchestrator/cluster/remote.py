@@ -58,6 +58,7 @@ class RemoteEnvironment:
         self.done = False
         self.hosts: list[str] = []  # the host that served each call, in order
         self.failure: ScoringFailed | None = None  # why the episode could not be scored (environments.base)
+        self.pending_step: int | None = None  # as the host's environment says (environments.base)
         self._rows: list[Any] | None = None
         self._breakdown: dict[str, Any] | None = None
         self._resetting: asyncio.Task[str] | None = None
@@ -159,7 +160,7 @@ class RemoteEnvironment:
     def _took(self, reply: Reply[T]) -> T:
         """The reply's value, its state kept for the strategies to read."""
         self.env_id, self.done, self._rows = reply.env_id, reply.done, reply.rows
-        self._breakdown, self.failure = reply.breakdown, reply.failure
+        self._breakdown, self.failure, self.pending_step = reply.breakdown, reply.failure, reply.pending_step
         self.hosts.append(reply.host)
         return reply.value
 

@@ -34,6 +34,7 @@ class Reply(Generic[T]):
     env_id: int
     breakdown: dict[str, Any] | None = None
     failure: ScoringFailed | None = None
+    pending_step: int | None = None  # a multi-step task's next step, its run to begin (environments.base)
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,10 +27,9 @@ BROKEN = {"no-reward-file": "wrote no reward", "test-script-cannot-start": "coul
 
 
 def expected(folder: Path, strategy: str) -> str:
-    if folder.name in BROKEN:
-        return "verifier_error"
-    # Single Turn is one action: a multi-step task's first step solved, the second submitted as it is
-    return "submitted" if strategy == "single" and folder.name == "multi-step" else "solved"
+    # a multi-step task's steps each a run of the strategy (as Harbor runs them): Single Turn's one
+    # action solves each step, as the others' do
+    return "verifier_error" if folder.name in BROKEN else "solved"
 
 
 @pytest.mark.docker
@@ -55,8 +54,12 @@ def test_a_sweep_over_the_folders_scores_the_oracle_and_classes_the_broken(tmp_p
     cells = {s.strategy: s for s in summarize_all(load_results(out).episodes) if s.task_set == "harbor"}
     assert all(s.failures["verifier"] == len(BROKEN) for s in cells.values())  # never the model's 0
     assert all(s.success_rate == 1.0 for strategy, s in cells.items() if strategy != "single")
-    steps = rows(out, "SELECT e.reward FROM episodes e WHERE e.task_id = 'harbor/multi-step' AND e.strategy = 'single'")
-    assert steps == [(0.5,)]  # its first step solved, its second not: the mean of the two (Harbor's rule)
+    # Harbor's multi-step recipe under `single`: each step a run of its own with the step's instruction
+    # and its own one action (it stored 0.5 when the steps shared one run: the first step solved, not the second)
+    steps = rows(out, "SELECT e.reward, e.id FROM episodes e WHERE e.task_id = 'harbor/multi-step' AND e.strategy = 'single'")
+    assert [reward for reward, _ in steps] == [1.0]
+    actions = [a for a, in rows(out, "SELECT action FROM turns WHERE episode_id = ? ORDER BY rowid", (steps[0][1],))]
+    assert sum(a.startswith("rm -rf /solution") for a in actions) == 2 and actions.count("submit") == 2, actions
     parts = rows(out, "SELECT t.breakdown FROM turns t JOIN episodes e ON e.id = t.episode_id WHERE "
                       "e.task_id = 'harbor/fractional-reward' AND t.breakdown IS NOT NULL")
     assert parts and all(json.loads(p) == {"reward": 1.0, "north": 1.0, "east": 1.0, "south": 1.0, "west": 1.0} for p, in parts)
@@ -88,8 +91,10 @@ async def test_the_agent_never_sees_tests_or_solution_and_the_reset_takes_them_a
     async with Runtime.open(images=pools) as runtime:
         async with make_environment("harbor", runtime) as env:
             await env.reset(task, multi_turn=True)
-            first = await env.step("ls /tests /solution /logs; pwd")
-            assert first.observation.count("No such file or directory") == 3 and "/app" in first.observation
+            first = await env.step("ls /tests /solution; ls -ld /logs/*; pwd")
+            assert first.observation.count("No such file or directory") == 2 and "/app" in first.observation
+            # /logs's folders there from the start, open to every user, as Harbor mounts them: none holds anything
+            assert first.observation.count("drwxrwxrwx") == 3, first.observation
             await env.step(solution_action(task))
             done = await env.step("submit")
             assert done.done and done.reward == 1.0 and "Verifier: reward 1" in done.observation
@@ -101,9 +106,10 @@ async def test_the_agent_never_sees_tests_or_solution_and_the_reset_takes_them_a
             container = env.sandbox.container_id
         async with make_environment("harbor", runtime) as env:  # the same container, after its reset
             await env.reset(task, multi_turn=True)
-            again = await env.step("ls /tests /solution /logs /app/answer.txt")
+            again = await env.step("ls /tests /solution /app/answer.txt; ls -A /logs/*")
             assert env.sandbox is not None and env.sandbox.container_id == container
-            assert again.observation.count("No such file or directory") == 4
+            assert again.observation.count("No such file or directory") == 3
+            assert "trajectory.json" not in again.observation and "reward" not in again.observation, again.observation
 
 
 @pytest.mark.docker
