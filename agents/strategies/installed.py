@@ -90,12 +90,17 @@ class AgentRun:
     timed_out: bool
     files: dict[str, str]
 
-    def problem(self) -> str:
-        """Why its work can't be scored ("" when it can)."""
+    def problem(self, *, called: bool) -> str:
+        """Why its work can't be scored ("" when it can). `called`: whether it made a model call. An
+        agent that never reached its model never ran: whatever its exit, that is its failure, never
+        a score of the model's."""
         if self.size > FLOOD:
             return f"the agent printed more than {FLOOD >> 20} MB and was stopped"
         if self.exit_code in (126, 127) and not self.timed_out:
             return f"the agent's command could not start (exit {self.exit_code}): {_last_line(self.tail)}"
+        if not called:
+            how = "its time was up" if self.timed_out else f"it exited with status {self.exit_code}"
+            return f"{how} before its first model call: {_last_line(self.tail)}"
         return ""
 
 
@@ -122,7 +127,7 @@ class InstalledStrategy:
                                   {"exit_status": run.exit_code, "timed_out": run.timed_out, **run.files}))
         if handle.failure is not None:
             return failed(outcome, handle.failure)
-        if problem := run.problem():
+        if problem := run.problem(called=bool(handle.log)):
             outcome.status, outcome.error = "agent_error", f"{self.name}: {problem}"
             return outcome
         if hasattr(env, "note"):

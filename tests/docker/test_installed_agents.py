@@ -40,7 +40,7 @@ def probe(tmp_path: Path, command: str, *, timeout: float | None = None, pip: st
 
 @pytest.mark.slow
 def test_mini_swe_agent_runs_on_starter_bash_and_a_harbor_folder_with_the_local_model(tmp_path, capsys):
-    text = EXAMPLE.read_text().replace('output = "runs/installed-agent"', f'output = "{tmp_path / "out"}"')
+    text = EXAMPLE.read_text().replace('output = "../../runs/installed-agent"', f'output = "{tmp_path / "out"}"')
     text = text.replace('strategies = ["tools", "mini-swe-agent"]', 'strategies = ["mini-swe-agent"]')
     assert 'pip = ["mini-swe-agent==2.4.6"]' in text and "mini-swe-agent==2.4.6" in PINNED
     text = text.replace('pip = ["mini-swe-agent==2.4.6"]', f"pip = {json.dumps(PINNED)}")
@@ -93,13 +93,18 @@ def test_the_container_has_no_network_and_no_key(tmp_path, capsys):
     assert "sim" in files["models"]  # the gateway answered through the socket: the container's one way out
 
 
+# One model call through the gateway, as an agent's SDK makes it
+CALL = ('python3 -c "import urllib.request,os,json; print(urllib.request.urlopen(urllib.request.Request('
+        "os.environ['OPENAI_BASE_URL'] + '/chat/completions', data=json.dumps({'model': 'sim', 'messages': "
+        "[{'role': 'user', 'content': 'hi'}]}).encode(), headers={'Content-Type': 'application/json', "
+        "'Authorization': 'Bearer ' + os.environ['OPENAI_API_KEY']})).read().decode())\"")
 GATEWAY = "/run/intercode-gateway"
 ATTACK = (f'{{ echo evil > {GATEWAY}/proxy.py; echo "proxy $?"; rm -f {GATEWAY}/gateway.sock; echo "socket $?"; '
           f'touch {GATEWAY}/planted; echo "plant $?"; python3 -c "import socket; s = socket.socket(socket.AF_UNIX); '
           f"s.bind('{GATEWAY}/gateway.sock.2')\" 2>/dev/null; echo \"bind $?\"; }} > \"$HOME/attack.txt\" 2>&1; "
           'python3 -c "import urllib.request,os; print(urllib.request.urlopen(urllib.request.Request('
           "os.environ['OPENAI_BASE_URL'] + '/models', headers={'Authorization': 'Bearer ' + "
-          "os.environ['OPENAI_API_KEY']})).read().decode())\" > \"$HOME/models.txt\"; exit 0")
+          "os.environ['OPENAI_API_KEY']})).read().decode())\" > \"$HOME/models.txt\"; " + CALL + "; exit 0")
 
 
 def test_an_agent_cannot_change_what_the_next_episodes_of_the_sweep_share(tmp_path, capsys):
@@ -123,16 +128,25 @@ def test_an_agent_cannot_change_what_the_next_episodes_of_the_sweep_share(tmp_pa
 
 
 @pytest.mark.parametrize(("command", "status", "words"), [
-    ("echo partial work; exit 3", "submitted", "exit status 3"),
+    # an agent that never reached its model never ran: its failure, never the model's 0 (issue 46)
+    ("echo starting; echo no licence >&2; exit 3", "agent_error",
+     "probe: it exited with status 3 before its first model call: no licence"),
+    ("echo done; exit 0", "agent_error", "probe: it exited with status 0 before its first model call: done"),
+    ("sleep 30", "agent_error", "probe: its time was up before its first model call"),
     ("yes intercode", "agent_error", "probe: the agent printed more than 8 MB and was stopped"),
     ("no-such-agent-command --run", "agent_error", "probe: the agent's command could not start (exit 127)"),
-    ("sleep 30", "submitted", "(its time was up)"),
+    # one that did reach it is scored, whatever its exit
+    (f"{CALL}; exit 3", "submitted", "exit status 3"),
 ])
 def test_what_an_installed_agent_does_wrong_costs_its_episode(tmp_path, capsys, command, status, words):
-    sweep = probe(tmp_path, command, timeout=3.0, tasks='[[tasks]]\ndataset = "starter-bash"\nlimit = 1\n')
+    timeout = 3.0 if command.startswith("sleep") else 120.0  # the one that sleeps runs out of time; the others end first
+    sweep = probe(tmp_path, command, timeout=timeout, tasks='[[tasks]]\ndataset = "starter-bash"\nlimit = 2\n')
     assert main(["sweep", str(sweep), "--quiet"]) == 0
-    [(found, error, attempts)] = rows(tmp_path / "out", "SELECT status, error, attempts FROM episodes")
-    assert found == status and attempts == 1
+    found = rows(tmp_path / "out", "SELECT status, error, attempts, failure_class FROM episodes")
+    assert len(found) == 2 and all(row[0] == status and row[2] == 1 for row in found), found
+    assert all((failure == "agent") == (status == "agent_error") for *_, failure in found), found
+    error = found[0][1]
+    assert error is None or "\n" not in error
     observations = [o for o, in rows(tmp_path / "out", "SELECT observation FROM turns")]
     assert words in (error or "") or any(words in o for o in observations), (error, observations)
 
