@@ -15,7 +15,7 @@ What each runs, and why (read from each agent's own docs and Harbor's installed 
   shell tool is `Bash`; as root it wants IS_SANDBOX=1 to skip its permission prompts.
 - codex (npm): Codex CLI's native binary comes in its optional package (`@openai/codex-linux-x64`);
   it speaks only OpenAI's Responses API now, configured as a provider of its own in
-  $CODEX_HOME/config.toml; its shell tool is `shell_command`.
+  $CODEX_HOME/config.toml; its shell tool is `exec_command` (argument `cmd`), whose results it wraps (a header, then `Output:`).
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ CODEX = KnownAgent(
              'codex exec --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check --model gpt-5.5 '
              '-- "$INSTRUCTION"'),
     env={"CODEX_HOME": f"{SCRATCH_HOME}/.codex", "RUST_LOG": "error"},
-    tool="shell_command", argument="command", skills_dir="$HOME/.codex/skills")
+    tool="exec_command", argument="cmd", skills_dir="$HOME/.codex/skills")
 
 KNOWN: dict[str, KnownAgent] = {agent.name: agent for agent in (MINI_SWE_AGENT, CLAUDE_CODE, CODEX)}
 

@@ -604,7 +604,8 @@ def solution_action(task: Task, where: Path | None = None) -> str:
     return f"{unpack} && {run}"
 
 
-UNPACK_SOLUTION = "rm -rf /solution && mkdir -p /solution && echo "
+# (no `rm -rf`: Codex CLI refuses to run a command with one, whatever its approval settings)
+UNPACK_SOLUTION = "mkdir -p /solution && find /solution -mindepth 1 -delete && echo "
 
 
 def solution_parts(task: Task, where: Path | None = None) -> tuple[str, str]:

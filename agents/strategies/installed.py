@@ -57,6 +57,11 @@ DEFAULT_TIME = 600.0  # seconds an agent may run when neither the task, the decl
 MCP_CONFIG = f"{SCRATCH}/mcp.json"  # the task's MCP servers, for the agent ($INTERCODE_MCP_CONFIG)
 SKILLS_DIR = f"{SCRATCH}/skills"  # where the task's skills are copied when the declaration names no folder
 END = re.compile(r"\[intercode: exit (-?\d+), (\d+) bytes\]\s*$")
+REMINDER = re.compile(r"\n*<system-reminder>.*?</system-reminder>\n*", re.DOTALL)  # Claude Code's own notes
+# Codex CLI's exec_command result: "Chunk ID: .. / Wall time: .. / Process exited with code N /
+# Original token count: N / Output:", then what the command printed
+EXEC_HEADER = re.compile(r"\AChunk ID: [^\n]*\n(?:[^\n]*\n){0,6}?Output:\n")
+NOTHING_PRINTED = frozenset({"(Bash completed with no output)"})  # Claude Code's, for an empty output
 FENCED_SUBMIT = re.compile(r"```[\w+-]*\n\s*submit\s*\n```")
 
 
@@ -271,12 +276,18 @@ def _first_text(arguments: str) -> str:
 
 
 def _content(message: dict[str, Any]) -> str:
-    """A message's text; for a command's result that an agent sends as a JSON object with an
-    `output` (mini-swe-agent's), that output, as the command printed it."""
+    """A message's text, as the command printed it: for a command's result that an agent sends as
+    a JSON object with an `output` (mini-swe-agent's), that output; for one it sends under a header
+    (Codex's exec_command), what follows the header; the notes an agent adds to a result for its
+    model (Claude Code 2.x's `<system-reminder>` blocks: the tokens left, ...) left out."""
     content = message.get("content")
     if isinstance(content, list):
         content = "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    text = str(content or "")
+    text = REMINDER.sub("", str(content or ""))
+    if wrapped := EXEC_HEADER.match(text):  # Codex's exec_command result: its header, then the output
+        return text[wrapped.end():]
+    if text.strip() in NOTHING_PRINTED:  # an agent's words for a command that printed nothing
+        return ""
     if text.lstrip().startswith("{"):
         try:
             parsed = json.loads(text)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from environments import make_environment
-from environments.harbor import solution_action
+from environments.harbor import UNPACK_SOLUTION, solution_action
 from environments.runtime import Runtime
 from orchestrator.cli import main
 from orchestrator.report.summary import summarize_all
@@ -59,7 +59,7 @@ def test_a_sweep_over_the_folders_scores_the_oracle_and_classes_the_broken(tmp_p
     steps = rows(out, "SELECT e.reward, e.id FROM episodes e WHERE e.task_id = 'harbor/multi-step' AND e.strategy = 'single'")
     assert [reward for reward, _ in steps] == [1.0]
     actions = [a for a, in rows(out, "SELECT action FROM turns WHERE episode_id = ? ORDER BY rowid", (steps[0][1],))]
-    assert sum(a.startswith("rm -rf /solution") for a in actions) == 2 and actions.count("submit") == 2, actions
+    assert sum(a.startswith(UNPACK_SOLUTION) for a in actions) == 2 and actions.count("submit") == 2, actions
     parts = rows(out, "SELECT t.breakdown FROM turns t JOIN episodes e ON e.id = t.episode_id WHERE "
                       "e.task_id = 'harbor/fractional-reward' AND t.breakdown IS NOT NULL")
     assert parts and all(json.loads(p) == {"reward": 1.0, "north": 1.0, "east": 1.0, "south": 1.0, "west": 1.0} for p, in parts)
