@@ -135,8 +135,9 @@ class InstalledAgentConfig(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _known_by_name(cls, data: Any) -> Any:
-        """An agent known by name: its known declaration (at `version`), under what the table gives."""
-        if isinstance(data, dict) and data.get("name") in KNOWN:
+        """An agent known by name: its known declaration (at `version`), under what the table gives;
+        a table that says what to install or run (`pip`, `npm`, `command`) is a declaration of its own."""
+        if isinstance(data, dict) and data.get("name") in KNOWN and not {"pip", "npm", "command"} & set(data):
             version = data.get("version")
             known = declaration(data["name"], version if isinstance(version, str) else None)
             del known["version"]  # in pip or npm already; a table declared in full keeps the identity it had

@@ -399,7 +399,7 @@ def test_the_field_s_agents_run_by_name_at_the_pinned_version_or_the_one_asked(t
     config, _ = load_sweep(path)
     agents = {a.name: a for a in config.agents}
     assert agents["claude-code"].npm == [f"@anthropic-ai/claude-code@{KNOWN['claude-code'].version}"]
-    assert agents["codex"].npm == [f"@openai/codex@{KNOWN['codex'].version}"] and agents["codex"].tool == "shell_command"
+    assert agents["codex"].npm == [f"@openai/codex@{KNOWN['codex'].version}"] and agents["codex"].tool == "exec_command"
     assert agents["mini-swe-agent"].pip == [f"mini-swe-agent=={KNOWN['mini-swe-agent'].version}"]
     path.write_text('strategies = ["codex"]\n' + head + '[[agents]]\nname = "codex"\nversion = "0.172.0"\ntimeout = 99\n')
     config, _ = load_sweep(path)
