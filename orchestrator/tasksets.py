@@ -178,7 +178,7 @@ def _harbor(spec: TaskSetConfig, root: Path) -> TaskSet:
         meta = task.meta
         refusal = None if "unavailable" in meta else _refusal(meta, spec)
         if refusal is not None:  # never built: a task that asks for what this task set does not give it
-            task = replace(task, meta={**meta, "unavailable": refusal})
+            task = replace(task, meta={**meta, "unavailable": refusal}, image="")  # no image: nothing leased for it
         if "unavailable" in task.meta:
             tasks.append(task)
             continue

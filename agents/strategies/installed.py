@@ -76,7 +76,7 @@ class InstalledAgent:
     argument: str = "command"
     finish: str = ""  # the command by which it says it is done (what offline models answer last)
     keep: tuple[str, ...] = ()  # files it writes, kept with the episode
-    timeout: float | None = None  # seconds it may run (else a Harbor task's agent timeout, else `sweep_time`)
+    timeout: float | None = None  # seconds it may run (at most a Harbor task's agent timeout; else that, else `sweep_time`)
     sweep_time: float = DEFAULT_TIME  # the sweep's: its episode's time, less a minute for the scoring
     skills_dir: str = ""  # where the agent reads skills (its shell expands it: "$HOME/.claude/skills"); "": SKILLS_DIR
 
@@ -147,7 +147,9 @@ class InstalledStrategy:
     async def _launch(self, sandbox: Sandbox, workdir: str, task: Task, token: str, max_turns: int,
                       offered: dict[str, str]) -> AgentRun:
         agent = self.agent
-        timeout = agent.timeout or float(task.meta.get("agent_timeout") or agent.sweep_time)
+        # its own time, within the task's (a Harbor task's agent timeout bounds any agent), else the sweep's
+        given = [t for t in (agent.timeout, task.meta.get("agent_timeout")) if t]
+        timeout = float(min(given)) if given else agent.sweep_time
         env = {"INSTRUCTION": task.query, "MAX_TURNS": str(max_turns), "OPENAI_API_KEY": token,
                "ANTHROPIC_API_KEY": token, "HOME": f"{SCRATCH}/home", "TMPDIR": f"{SCRATCH}/tmp",
                "LITELLM_LOCAL_MODEL_COST_MAP": "True", **agent.env, **offered}

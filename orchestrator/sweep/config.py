@@ -119,8 +119,9 @@ class InstalledAgentConfig(BaseModel):
     finish: str = Field("", description="the command by which the agent says it is done (offline models answer it "
                         "last); empty: it is done when its model answers without a tool call")
     keep: list[str] = Field(default_factory=list, max_length=20, description="files it writes, kept with the episode")
-    timeout: float | None = Field(None, gt=0, le=86_400, description="seconds it may run (default: a Harbor task's "
-                                  "agent timeout, else the sweep's episode_timeout less a minute for the scoring)")
+    timeout: float | None = Field(None, gt=0, le=86_400, description="seconds it may run, never more than a Harbor "
+                                  "task's agent timeout (default: that, else the sweep's episode_timeout less a minute "
+                                  "for the scoring)")
     skills_dir: str = Field("", max_length=300, description="where the agent reads skills (its shell expands it: "
                             "\"$HOME/.claude/skills\"); a task's skills are copied there. Empty: "
                             "$INTERCODE_SKILLS_DIR, in its scratch folder")

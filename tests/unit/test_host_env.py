@@ -60,6 +60,8 @@ def test_an_unlisted_variable_refuses_its_task_in_one_line_and_the_others_run(fo
                           "does not allow: allow it with `host_env = [\"ANTHROPIC_API_KEY\"]` in its [[tasks]] "
                           "(tasks check and tasks shell: --host-env ANTHROPIC_API_KEY), or remove it"), reason
         assert "\n" not in reason and SECRET not in reason
+        assert tasks[name].image == ""  # nothing built or leased for it: its episodes are its one line (a sweep
+        # stored them as "no such image" infra errors: tests/docker/test_hostile_sweep.py)
     for name in ("honest", "default-only"):
         assert "unavailable" not in tasks[name].meta and tasks[name].meta["host_env"] == []
     assert "INTERCODE_TEST_ALLOWED" in tasks["allowed"].meta["unavailable"]
