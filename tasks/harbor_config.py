@@ -245,9 +245,11 @@ def resolve(env: dict[str, str], allowed: Collection[str] = ()) -> dict[str, str
 def host_variables(meta: Mapping[str, Any]) -> dict[str, tuple[str, bool]]:
     """The variables of this machine a Harbor task's templates name: VAR -> (where, whether the
     template gives a default), from its environment's, verifier's and steps' env and its services'."""
-    tables = [("[environment] env", meta.get("env") or {}), ("[verifier] env", meta.get("verifier_env") or {})]
-    tables += [(f"[[steps]] {step['name']} verifier env", step.get("verifier_env") or {}) for step in meta.get("steps") or []]
-    tables += [(f"service {service['name']}'s environment", service.get("environment") or {})
+    tables = [("task.toml's [environment] env", meta.get("env") or {}),
+              ("task.toml's [verifier] env", meta.get("verifier_env") or {})]
+    tables += [(f"task.toml's [[steps]] {step['name']} verifier env", step.get("verifier_env") or {})
+               for step in meta.get("steps") or []]
+    tables += [(f"environment/docker-compose.yaml's service {service['name']}'s environment", service.get("environment") or {})
                for service in meta.get("services") or []]
     found: dict[str, tuple[str, bool]] = {}
     for where, env in tables:
@@ -267,11 +269,11 @@ def host_refusal(meta: Mapping[str, Any], allowed: Collection[str]) -> str | Non
     without a default must be set."""
     for var, (where, has_default) in sorted(host_variables(meta).items()):
         if var not in allowed and not has_default:
-            return (f"task.toml's {where} takes ${{{var}}} from this machine, which this task set does not allow: "
+            return (f"{where} takes ${{{var}}} from this machine, which this task set does not allow: "
                     f"allow it with `host_env = [\"{var}\"]` in its [[tasks]] (tasks check and tasks shell: "
                     f"--host-env {var}), or remove it")
         if var in allowed and not has_default and var not in os.environ:
-            return f"task.toml's {where} needs the variable {var} set on this machine: export it, then run again"
+            return f"{where} needs the variable {var} set on this machine: export it, then run again"
     return None
 
 

@@ -53,10 +53,11 @@ def folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_an_unlisted_variable_refuses_its_task_in_one_line_and_the_others_run(folders: Path):
     tasks = {t.name: t for t in of_directory(folders).tasks}
-    for name, where in [("leaks-the-key", "[environment] env `LEAKED`"), ("verifier-leaks", "[verifier] env `JUDGE_KEY`"),
-                        ("service-leaks", "service sidecar's environment `KEY`")]:
+    for name, where in [("leaks-the-key", "task.toml's [environment] env `LEAKED`"),
+                        ("verifier-leaks", "task.toml's [verifier] env `JUDGE_KEY`"),
+                        ("service-leaks", "environment/docker-compose.yaml's service sidecar's environment `KEY`")]:
         reason = tasks[name].meta["unavailable"]
-        assert reason == (f"task.toml's {where} takes ${{ANTHROPIC_API_KEY}} from this machine, which this task set "
+        assert reason == (f"{where} takes ${{ANTHROPIC_API_KEY}} from this machine, which this task set "
                           "does not allow: allow it with `host_env = [\"ANTHROPIC_API_KEY\"]` in its [[tasks]] "
                           "(tasks check and tasks shell: --host-env ANTHROPIC_API_KEY), or remove it"), reason
         assert "\n" not in reason and SECRET not in reason
