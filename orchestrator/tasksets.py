@@ -72,8 +72,9 @@ class TaskSet:
 
     @property
     def images(self) -> list[str]:
-        """The images its tasks run in (tasks unavailable here have none)."""
-        return sorted({t.image for t in self.tasks if t.image and "unavailable" not in t.meta})
+        """The images its tasks run in (tasks unavailable here have none), their separate verifiers' too."""
+        running = [t for t in self.tasks if t.image and "unavailable" not in t.meta]
+        return sorted({t.image for t in running} | {t.meta["verifier_image"] for t in running if t.meta.get("verifier_image")})
 
     def pools(self) -> dict[str, ImagePoolConfig]:
         """Each image's pool settings (`Runtime.open(images=...)`)."""

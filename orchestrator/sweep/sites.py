@@ -57,7 +57,9 @@ async def place(config: SweepConfig, todo: list[PlannedEpisode], task_sets: dict
         todo = _without_images(todo, {image: error for image, error in failed.items() if image in images})
     needs = {image: found for task_set in task_sets.values() for image, found in task_set.hardening.items()}
     todo, needs = await placed(todo, brought.installed, brought.layers, failed, folder, needs)
-    images = sorted({e.task.image for e in todo if e.task.image and "unavailable" not in e.task.meta})
+    running = [e.task for e in todo if e.task.image and "unavailable" not in e.task.meta]
+    # a Harbor task's separate verifier leases containers of its own image, pooled as the tasks' are
+    images = sorted({t.image for t in running} | {t.meta["verifier_image"] for t in running if t.meta.get("verifier_image")})
     return Placement(todo, images, sweep_pool_configs(config, images, needs))
 
 
