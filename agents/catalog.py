@@ -66,18 +66,18 @@ CLAUDE_CODE = KnownAgent(
              '--max-turns "$MAX_TURNS" --model claude-sonnet-4-5 '
              '${INTERCODE_MCP_CONFIG:+--mcp-config "$INTERCODE_MCP_CONFIG"} -- "$INSTRUCTION"'),
     env={"IS_SANDBOX": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
-         "DISABLE_TELEMETRY": "1", "CLAUDE_CONFIG_DIR": f"{SCRATCH_HOME}/.claude"},
+         "DISABLE_TELEMETRY": "1"},  # its configuration in $HOME/.claude, the agent's own $HOME
     tool="Bash", argument="command", skills_dir="$HOME/.claude/skills")
 
 CODEX = KnownAgent(
     "codex", "0.171.0", npm=("@openai/codex@{version}",),
     # the gateway as a provider of its own, over the Responses API (Codex speaks no other)
-    command=('mkdir -p "$CODEX_HOME" && printf \'model_provider = "intercode"\\n'
+    command=('export CODEX_HOME="$HOME/.codex" && mkdir -p "$CODEX_HOME" && printf \'model_provider = "intercode"\\n'
              '[model_providers.intercode]\\nname = "intercode"\\nbase_url = "%s"\\nenv_key = "OPENAI_API_KEY"\\n'
              'wire_api = "responses"\\n\' "$OPENAI_BASE_URL" > "$CODEX_HOME/config.toml" && '
              'codex exec --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check --model gpt-5.5 '
              '-- "$INSTRUCTION"'),
-    env={"CODEX_HOME": f"{SCRATCH_HOME}/.codex", "RUST_LOG": "error"},
+    env={"RUST_LOG": "error"},
     tool="exec_command", argument="cmd", skills_dir="$HOME/.codex/skills")
 
 KNOWN: dict[str, KnownAgent] = {agent.name: agent for agent in (MINI_SWE_AGENT, CLAUDE_CODE, CODEX)}

@@ -57,7 +57,7 @@ class Driver:
         except ValueError as exc:
             return {"exit": 126, "output": "intercode: %s\n" % exc, "omitted": 0, "timed_out": False,
                     "flooded": False, "elapsed": 0.0, "spawned": False}
-        env = environment(user, dict(os.environ, **req.get("env", {})))
+        env = dict(environment(user, dict(os.environ)), **req.get("env", {}))  # the user's HOME, unless the request gives one
         try:
             proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, start_new_session=True, **popen_args(user))  # type: ignore[call-overload]

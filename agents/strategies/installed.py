@@ -50,6 +50,7 @@ GATEWAY_DIR = "/run/intercode-gateway"  # the gateway's socket and the proxy scr
 RUNTIME_PYTHON = "/usr/lib/intercode/runtime/bin/python3"
 SHELL = "/usr/lib/intercode/bash"
 SCRATCH = "/root/.intercode-agent"  # its home and output: restored by the reset, left out of the Bash reward's diff
+USER_SCRATCH = "/tmp/.intercode-agent"  # the same, for an agent run as a user of the image's other than root
 FLOOD = 8 << 20  # bytes an agent may print before it is stopped
 TAIL = 4000  # characters of its output kept with the episode
 KEPT = 64 << 10  # characters of each file it names that are kept
@@ -119,11 +120,12 @@ class InstalledStrategy:
         outcome = EpisodeOutcome(task.id)
         await env.reset(task, multi_turn=True)
         sandbox, workdir = shell_container(env, "an installed agent")
-        offered = await hand_over(sandbox, env.tool_servers(), env.skills(), self.agent.skills_dir)
+        user, scratch, owner = await _whose(sandbox, env)
+        offered = await hand_over(sandbox, env.tool_servers(), env.skills(), self.agent.skills_dir, scratch, owner)
         handle = ModelHandle(model, task, rewrite=self._own_terms, max_calls=max_turns)
         door = self.doors.open(handle, container=sandbox.container_id)  # its token works from that container alone
         try:
-            run = await self._launch(sandbox, workdir, task, door.access.api_key, max_turns, offered)
+            run = await self._launch(sandbox, workdir, task, door.access.api_key, max_turns, offered, user, scratch)
         finally:
             door.close()
         outcome.turns += steps(handle.log)
@@ -145,29 +147,30 @@ class InstalledStrategy:
         return outcome
 
     async def _launch(self, sandbox: Sandbox, workdir: str, task: Task, token: str, max_turns: int,
-                      offered: dict[str, str]) -> AgentRun:
+                      offered: dict[str, str], user: str | None = None, scratch: str = SCRATCH) -> AgentRun:
         agent = self.agent
         # its own time, within the task's (a Harbor task's agent timeout bounds any agent), else the sweep's
         given = [t for t in (agent.timeout, task.meta.get("agent_timeout")) if t]
         timeout = float(min(given)) if given else agent.sweep_time
         env = {"INSTRUCTION": task.query, "MAX_TURNS": str(max_turns), "OPENAI_API_KEY": token,
-               "ANTHROPIC_API_KEY": token, "HOME": f"{SCRATCH}/home", "TMPDIR": f"{SCRATCH}/tmp",
+               "ANTHROPIC_API_KEY": token, "HOME": f"{scratch}/home", "TMPDIR": f"{scratch}/tmp",
                "LITELLM_LOCAL_MODEL_COST_MAP": "True", **agent.env, **offered}
-        script = (f"mkdir -p {SCRATCH}/home {SCRATCH}/tmp && port=$({RUNTIME_PYTHON} -I {GATEWAY_DIR}/proxy.py "
+        script = (f"mkdir -p {scratch}/home {scratch}/tmp && port=$({RUNTIME_PYTHON} -I {GATEWAY_DIR}/proxy.py "
                   f"{GATEWAY_DIR}/gateway.sock) || exit 125\n"
                   f"export OPENAI_BASE_URL=http://127.0.0.1:$port/v1 OPENAI_API_BASE=http://127.0.0.1:$port/v1 "
                   f"ANTHROPIC_BASE_URL=http://127.0.0.1:$port "
                   f"PATH={agent.home}/bin:{agent.home}/npm/node_modules/.bin:{agent.home}/node/bin:$PATH\n"
                   f"cd {shlex.quote(workdir)} && ( {agent.command}\n) < /dev/null 2>&1 | head -c {FLOOD + 1} "
-                  f"> {SCRATCH}/output.txt; status=${{PIPESTATUS[0]}}\n"
-                  f"tail -c {TAIL} {SCRATCH}/output.txt; echo; echo \"[intercode: exit $status, "
-                  f"$(wc -c < {SCRATCH}/output.txt) bytes]\"; exit $status")
-        result = await sandbox.exec([SHELL, "-c", script], cwd=workdir, timeout=timeout, env=env, cap=2 * TAIL + 200)
+                  f"> {scratch}/output.txt; status=${{PIPESTATUS[0]}}\n"
+                  f"tail -c {TAIL} {scratch}/output.txt; echo; echo \"[intercode: exit $status, "
+                  f"$(wc -c < {scratch}/output.txt) bytes]\"; exit $status")
+        result = await sandbox.exec([SHELL, "-c", script], cwd=workdir, timeout=timeout, env=env, cap=2 * TAIL + 200,
+                                    user=user)
         found = END.search(result.output)
         tail = result.output[: found.start()] if found else result.output
         size = int(found.group(2)) if found else 0
         return AgentRun(result.exit_code, tail.rstrip("\n")[-TAIL:], size, result.timed_out,
-                        await _kept(sandbox, agent.keep))
+                        await _kept(sandbox, tuple(_moved(path, scratch) for path in agent.keep)))
 
     def _own_terms(self, answer: Answer, tools: Sequence[dict[str, Any]] | None) -> Answer:
         """An answer that calls tools the agent did not offer (an offline model answers in the
@@ -188,21 +191,50 @@ class InstalledStrategy:
 
 
 async def hand_over(sandbox: Sandbox, servers: list[ToolServer], skills: list[Skill],
-                    skills_dir: str) -> dict[str, str]:
+                    skills_dir: str, scratch: str = SCRATCH, owner: str | None = None) -> dict[str, str]:
     """Give the agent what the task offers, in its container: the MCP configuration written, the
-    skills copied; the variables that say where (INTERCODE_MCP_CONFIG, INTERCODE_SKILLS_DIR)."""
+    skills copied (under `scratch`, made `owner`'s: "UID:GID"); the variables that say where
+    (INTERCODE_MCP_CONFIG, INTERCODE_SKILLS_DIR)."""
     offered = {}
     if servers:
         config = json.dumps(mcp_config(servers), indent=1).encode()
-        await sandbox.put(SCRATCH, files_tar({MCP_CONFIG.rsplit("/", 1)[1]: config}))
-        offered["INTERCODE_MCP_CONFIG"] = MCP_CONFIG
+        await sandbox.put(scratch, files_tar({MCP_CONFIG.rsplit("/", 1)[1]: config}))
+        offered["INTERCODE_MCP_CONFIG"] = _moved(MCP_CONFIG, scratch)
     if skills:
-        result = await sandbox.exec([SHELL, "-c", skills_script(skills, skills_dir or SKILLS_DIR)], cwd="/",
-                                    timeout=60.0, env={"HOME": f"{SCRATCH}/home"}, cap=4096)
+        result = await sandbox.exec([SHELL, "-c", skills_script(skills, skills_dir or _moved(SKILLS_DIR, scratch))],
+                                    cwd="/", timeout=60.0, env={"HOME": f"{scratch}/home"}, cap=4096)
         if result.exit_code != 0:
             raise TaskUnavailable(f"the task's skills could not be copied for the agent: {_last_line(result.output)}")
         offered["INTERCODE_SKILLS_DIR"] = result.output.strip()
+    if owner is not None and (servers or skills):
+        await sandbox.exec(["chown", "-R", owner, scratch], cwd="/", timeout=60.0)
     return offered
+
+
+async def _whose(sandbox: Sandbox, env: EpisodeEnvironment) -> tuple[str | None, str, str | None]:
+    """Who the agent runs as (the environment's agent user: a Harbor task's, the image's USER), its
+    scratch folder and that folder's owner ("UID:GID"): root's under /root, another user's under
+    /tmp, made by root and given to that user."""
+    user = getattr(env, "agent_user", lambda: None)()
+    if user is None:
+        return None, SCRATCH, None
+    found = await sandbox.exec([SHELL, "-c", "id -u; id -g"], cwd="/", timeout=30.0, user=user, cap=200)
+    ids = found.output.split()
+    if found.exit_code != 0 or len(ids) != 2:
+        raise TaskUnavailable(f"the agent's user {user!r} can't run in this container: {_last_line(found.output)}")
+    if ids[0] == "0":
+        return user, SCRATCH, None
+    owner = f"{ids[0]}:{ids[1]}"
+    made = await sandbox.exec([SHELL, "-c", f"mkdir -p {USER_SCRATCH}/home {USER_SCRATCH}/tmp && chown -R {owner} "
+                                            f"{USER_SCRATCH} && chmod 700 {USER_SCRATCH}"], cwd="/", timeout=30.0)
+    if made.exit_code != 0:
+        raise TaskUnavailable(f"the agent's scratch folder could not be made: {_last_line(made.output)}")
+    return user, USER_SCRATCH, owner
+
+
+def _moved(path: str, scratch: str) -> str:
+    """`path`, given under SCRATCH (a declaration's `keep`), under `scratch`."""
+    return scratch + path[len(SCRATCH):] if path == SCRATCH or path.startswith(SCRATCH + "/") else path
 
 
 def mcp_config(servers: list[ToolServer]) -> dict[str, Any]:

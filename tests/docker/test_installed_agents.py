@@ -224,3 +224,19 @@ async def test_a_token_works_only_from_the_container_it_was_given_to(docker, tmp
         finally:
             await container.delete(force=True)
     assert seen == {"mine": "200", "another": "401", "unbound": "200"}, seen
+
+
+def test_an_installed_agent_runs_as_the_image_s_user(tmp_path, capsys):
+    """A Harbor task whose Dockerfile says `USER agent` (tests/fixtures/harbor/image-user): the
+    installed agent runs as that user, in a scratch folder of its own, and can't write what root
+    owns; the verifier, as that user too, scores it 1 (issue 47)."""
+    image_user = PROJECT_ROOT / "tests" / "fixtures" / "harbor" / "image-user"
+    command = ('whoami > /app/who.txt; touch /protected/mine.txt 2>/dev/null && echo writable > /app/protected.txt; '
+               f'echo "$HOME" > "$HOME/home.txt"; {CALL}')
+    sweep = probe(tmp_path, command, tasks=f'[[tasks]]\nharbor = "{image_user}"\n',
+                  keep='["/root/.intercode-agent/home/home.txt"]')
+    assert main(["sweep", str(sweep), "--quiet"]) == 0
+    [(status, error)] = rows(tmp_path / "out", "SELECT status, error FROM episodes")
+    assert (status, error) == ("solved", None)
+    [breakdown] = [json.loads(b) for b, in rows(tmp_path / "out", "SELECT breakdown FROM turns WHERE action LIKE 'whoami%'")]
+    assert breakdown["/tmp/.intercode-agent/home/home.txt"].strip() == "/tmp/.intercode-agent/home", breakdown
