@@ -1,4 +1,6 @@
-"""InterCode environments: Bash, SQL, Python and CTF, each async and gym-like.
+"""The environments, one per kind, each async and gym-like: InterCode's Bash, SQL, Python and CTF,
+Harbor's task folders (`harbor`), and kinds of your own (an environment directory's, or a module
+that registers one: environments/kind.py).
 
     async with Runtime.open(data_dir=path) as runtime:
         async with make_environment("sql", runtime) as env:

@@ -1,4 +1,5 @@
-"""Tasks: what an episode is asked to do, loaded from the original formats or from our starter set.
+"""Tasks: what an episode is asked to do, loaded from InterCode's formats, from our starter set, from
+Harbor task folders (tasks/harbor.py) or from an environment directory of yours.
 
     tasks = load_tasks("nl2bash-fs1", data_dir)          # list[Task]
     tasks = load_tasks("spider", data_dir)

@@ -4,8 +4,9 @@ wrote their actions as text).
 The model is offered two tools: the kind's own (`bash`, `sql`, `python`; CTF acts through `bash`:
 `KindSpec.tool_name`), whose one argument is the action, and `submit` (with the kind's parameter
 when `submit` takes one: CTF's flag, Python's function name). Each call of an answer runs in order
-and is one turn, scored by the original harness's rule (`common.harness_step`: Python
-auto-submits a `def`, CTF goes on after a wrong flag); its observation goes back as a `tool`
+and is one turn, scored by the original harness's rule (the environment's `harness_step`,
+environments/base.py: Python auto-submits a `def`, CTF goes on after a wrong flag); its observation
+goes back as a `tool`
 message answering the call's id. The episode ends at reward 1 or at `submit` (the calls after
 either are not run), or after `max_turns` answers.
 

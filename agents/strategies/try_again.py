@@ -4,7 +4,8 @@ agents/strategies/rules.py says what differs.
 
 Try Again: act, see the output (and the reward, where the kind shows it), act again, until reward
 1, `skip`, the episode's end or `max_turns`. Every action is scored right after it without ending
-the episode, by the original harness's rule (`common.harness_step`). The feedback is the output as
+the episode, by the original harness's rule (the environment's `harness_step`, environments/base.py).
+The feedback is the output as
 the rules clip it ("No output" when empty) and the reward; a turn without code feeds back the
 retry message (the paper's harness: as the turn's observation, with the reward). Single Turn is
 one turn of the same, scored as if submitted right after.
