@@ -6,9 +6,8 @@ The model is offered two tools: the kind's own (`bash`, `sql`, `python`; CTF act
 when `submit` takes one: CTF's flag, Python's function name). Each call of an answer runs in order
 and is one turn, scored by the original harness's rule (the environment's `harness_step`,
 environments/base.py: Python auto-submits a `def`, CTF goes on after a wrong flag); its observation
-goes back as a `tool`
-message answering the call's id. The episode ends at reward 1 or at `submit` (the calls after
-either are not run), or after `max_turns` answers.
+goes back as a `tool` message answering the call's id. The episode ends at reward 1 or at `submit`
+(the calls after either are not run), or after `max_turns` answers.
 
 Nothing runs for an answer without a call (one turn, reward 0, the retry message back as the
 user's, as in Try Again), nor for a call of an unknown tool or with arguments that are not a JSON
