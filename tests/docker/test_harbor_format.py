@@ -283,3 +283,18 @@ async def test_a_group_given_back_is_made_anew_ahead_of_the_next_lease():
         async with make_environment("harbor", runtime) as env:
             await env.reset(task, multi_turn=True)
             assert env.sandbox is not None and env.sandbox.container_id != first  # a new group, not the used one
+
+
+# A process the agent leaves running, writing 1 into the reward file: with a separate verifier
+# (Harbor's strong form, issue 47) it can't reach the verifier's container, whose reward is its tests'.
+PLANTER = ("mkdir -p /logs/verifier && nohup bash -c 'while :; do mkdir -p /logs/verifier; echo 1 > "
+           "/logs/verifier/reward.txt; sleep 0.01; done' >/dev/null 2>&1 & echo planted")
+
+
+@pytest.mark.docker
+async def test_a_reward_planted_by_the_agent_never_reaches_a_separate_verifier():
+    (episode,) = await run_oracle(HARBOR / "separate-verifier", actions=[PLANTER, "echo 41 > /app/answer.txt", "submit"])
+    assert episode["observations"][0].strip() == "planted"
+    assert episode["reward"] == 0.0 and episode["failure"] is None, episode
+    (solved,) = await run_oracle(HARBOR / "separate-verifier", actions=[PLANTER, "echo 42 > /app/answer.txt", "submit"])
+    assert solved["reward"] == 1.0, solved  # its artifact carried, its planted reward not
