@@ -604,8 +604,9 @@ def solution_action(task: Task, where: Path | None = None) -> str:
     return f"{unpack} && {run}"
 
 
-# (no `rm -rf`: Codex CLI refuses to run a command with one, whatever its approval settings)
-UNPACK_SOLUTION = "mkdir -p /solution && find /solution -mindepth 1 -delete && echo "
+# Put over what is there, as Harbor's upload does (and with no `rm -rf`, which Codex CLI refuses to
+# run whatever its approval settings; busybox images have no `find -delete`)
+UNPACK_SOLUTION = "mkdir -p /solution && echo "
 
 
 def solution_parts(task: Task, where: Path | None = None) -> tuple[str, str]:
@@ -614,7 +615,7 @@ def solution_parts(task: Task, where: Path | None = None) -> tuple[str, str]:
     packed = base64.b64encode(tar_of((where or Path(task.meta["dir"])) / "solution")).decode("ascii")
     variables = {"DEBIAN_FRONTEND": "noninteractive", **(task.meta.get("solution_env") or {})}
     env = " ".join(f"{name}={shlex.quote(value)}" for name, value in variables.items())
-    return (f"{UNPACK_SOLUTION}{packed} | base64 -d | tar -xf - -C /solution && chmod -R a+rX /solution && "
+    return (f"{UNPACK_SOLUTION}{packed} | base64 -d | tar -xf - -C /solution && chmod -R a+r /solution && "
             "chmod +x /solution/solve.sh",
             f"env {env} /solution/solve.sh; status=$?; [ $status -eq 0 ] || echo \"{SOLVE_FAILED} $status]\"; "
             "(exit $status)")

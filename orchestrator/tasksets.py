@@ -194,7 +194,7 @@ def _harbor(spec: TaskSetConfig, root: Path) -> TaskSet:
         companions = tuple(_short(s["image"]) for s in services)
         if meta.get("verifier_separate"):  # Harbor's separate verifier: a container of its own image, built with the task's
             verifier = _verifier_image(task, folder, source)
-            meta = {**meta, "verifier_image": verifier.tag}
+            meta = {**meta, "verifier_image": verifier.tag.removesuffix(":latest")}  # named as its task's image is
             companions += (verifier.name,)
         register(own_layer(_short(task.image), source, companions=companions))
         network = bool(meta["allow_internet"] and spec.allow_internet)
