@@ -68,7 +68,7 @@ test *ARGS:
     tier "tests/cluster, docker, browser" "${pytest[@]}" tests/cluster tests/docker tests/browser -n 3 --dist loadfile --no-loadscope-reorder -m "not alone and not long" --durations=30
     echo "test: every tier passed in $SECONDS s"
 
-# The tests marked long, which ./dev test leaves out: whole replays that take minutes more than its 15 allow (text-bison-001's and text-davinci-003's fs1 files, 4 min). CI runs it after ./dev test
+# The tests marked long, which ./dev test leaves out: whole replays that take minutes more than its 15 allow (text-bison-001's and text-davinci-003's fs1 files, 4 min), the field's agents by name (their layers), the hostile sweep beside honest episodes. CI runs it after ./dev test
 test-long *ARGS: images
     {{python}} -m pytest -p no:cacheprovider tests/docker -m long --durations=5 "$@"
 

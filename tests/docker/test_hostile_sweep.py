@@ -22,7 +22,7 @@ from foundation.settings import PROJECT_ROOT
 from tests.stores import rows
 from tests.unit.test_host_env import task_folder
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.long]  # two sweeps, an agent layer: ./dev test-long
 HELLO = PROJECT_ROOT / "tests" / "fixtures" / "harbor" / "hello-file"
 GATEWAY = "/run/intercode-gateway"
 SECRET = "sk-ant-hostile-sweep-secret"
