@@ -15,7 +15,8 @@ What each runs, and why (read from each agent's own docs and Harbor's installed 
   shell tool is `Bash`; as root it wants IS_SANDBOX=1 to skip its permission prompts.
 - codex (npm): Codex CLI's native binary comes in its optional package (`@openai/codex-linux-x64`);
   it speaks only OpenAI's Responses API now, configured as a provider of its own in
-  $CODEX_HOME/config.toml; its shell tool is `exec_command` (argument `cmd`), whose results it wraps (a header, then `Output:`).
+  $CODEX_HOME/config.toml; its shell tool is `exec_command` (argument `cmd`), whose results it
+  wraps (a header, then `Output:`).
 """
 
 from __future__ import annotations

@@ -458,7 +458,7 @@ class HarborEnv(WorkspaceEnv):
         failure, not the model's 0."""
         assert self.task is not None
         found = await sandbox.exec(["grep", "-m1", "-iE", OFFLINE.pattern, "/logs/verifier/test-stdout.txt"],
-                                        cwd="/", timeout=10.0)
+                                   cwd="/", timeout=10.0)
         if found.exit_code != 0:
             return
         if self.task.meta.get("internet"):
@@ -485,7 +485,6 @@ class HarborEnv(WorkspaceEnv):
             return rewards
         text_txt = await _read(sandbox, REWARD_TXT)
         return None if text_txt is None else {"reward": _number(text_txt, REWARD_TXT)}
-
 
     def trajectory(self) -> dict[str, Any]:
         """The episode so far in Harbor's ATIF: the instruction, then one agent step per action with

@@ -20,6 +20,7 @@ response.completed with the usage.
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 import uuid
@@ -127,7 +128,7 @@ def response(answer: Answer, model: str, usage: Usage, call: Call) -> dict[str, 
 def events(answer: Answer, model: str, usage: Usage, call: Call) -> Iterator[bytes]:
     """The answer as the server-sent events of a streamed response."""
     rid = _id("resp")
-    sequence = iter(range(1 << 30))
+    sequence = itertools.count()
 
     def event(kind: str, **fields: Any) -> bytes:
         data = {"type": kind, "sequence_number": next(sequence), **fields}
