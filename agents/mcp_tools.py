@@ -28,16 +28,17 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import anyio
 import httpx2
-from mcp import ClientSession, MCPError
-from mcp import types as mcp_types
-from mcp.client.sse import sse_client
-from mcp.client.streamable_http import streamable_http_client
 
 from environments.base import TaskUnavailable, ToolServer
+
+if TYPE_CHECKING:  # the client itself is imported where a server is reached: a second of CPU that a
+    # process without MCP servers (most sweeps, every LLM worker) never spends
+    from mcp import ClientSession
+    from mcp import types as mcp_types
 
 CONNECT_TIMEOUT = 30.0  # seconds to connect to a server, initialize the session and list its tools
 CALL_TIMEOUT = 300.0  # seconds one tool call may take
@@ -110,6 +111,9 @@ class McpTools:
         ToolServerError when its server does not answer within `call_timeout`."""
         if self._stack is None:
             raise RuntimeError("McpTools.call outside its `async with`")
+        from mcp import MCPError
+        from mcp import types as mcp_types
+
         tool = self._tools[name]
         try:
             with anyio.fail_after(self.call_timeout):
@@ -145,6 +149,10 @@ class McpTools:
 
     async def _session(self, stack: AsyncExitStack, server: ToolServer) -> ClientSession:
         """The server's session, its transport and session entered into `stack` (no request sent yet)."""
+        from mcp import ClientSession
+        from mcp.client.sse import sse_client
+        from mcp.client.streamable_http import streamable_http_client
+
         if server.transport == "sse":
             streams = sse_client(server.url, timeout=self.timeout, sse_read_timeout=max(SSE_PING, self.timeout),
                                  httpx_client_factory=_sse_client_factory)
@@ -157,6 +165,8 @@ class McpTools:
 
 
 async def _listing(session: ClientSession) -> AsyncIterator[mcp_types.Tool]:
+    from mcp import types as mcp_types
+
     cursor: str | None = None
     for _ in range(MAX_PAGES):
         params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
@@ -209,6 +219,8 @@ def rendered(result: mcp_types.CallToolResult) -> str:
 
 
 def _part(block: mcp_types.ContentBlock) -> str:
+    from mcp import types as mcp_types
+
     if isinstance(block, mcp_types.TextContent):
         return block.text
     if isinstance(block, mcp_types.ImageContent | mcp_types.AudioContent):
@@ -228,6 +240,8 @@ def _error(server: ToolServer, what: str) -> ToolServerError:
 
 def _why(exc: BaseException) -> str:
     """The first error in `exc` (through exception groups), in one line."""
+    from mcp import MCPError
+
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     if isinstance(exc, MCPError):

@@ -113,10 +113,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # order, so no long one starts last while the other processes have run out of work; the unit tier's
 # two longest (mypy's run, 77 s with its cache cold; a virtualenv made) go first in its two processes.
 # The sort is stable: the other modules, and each module's tests, keep their order.
-LONGEST_FIRST = ("tests/unit/test_types.py", "tests/unit/test_setup_lock.py", "tests/cluster/", "tests/docker/test_engine_restart.py", "tests/docker/test_fidelity.py",
-                 "tests/docker/test_installed_agents.py", "tests/docker/test_sweep.py", "tests/docker/test_own_tasks.py",
-                 "tests/docker/test_harbor_format.py", "tests/docker/test_harbor.py",
-                 "tests/docker/test_harbor_published.py", "tests/docker/test_llm_load.py")
+LONGEST_FIRST = ("tests/unit/test_types.py", "tests/unit/test_setup_lock.py", "tests/cluster/",
+                 "tests/docker/test_harbor_format.py", "tests/docker/test_installed_agents.py", "tests/docker/test_sweep.py",
+                 "tests/docker/test_replay_robust.py", "tests/docker/test_own_tasks.py",
+                 "tests/docker/test_harbor_published.py", "tests/docker/test_harbor.py", "tests/docker/test_fidelity.py",
+                 "tests/docker/test_transcripts.py", "tests/docker/test_llm_load.py")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -156,6 +156,7 @@ def test_the_oracle_across_three_hosts_earns_a_local_runs_rewards(cluster: Local
             assert containers(engine, label) == []
 
 
+@pytest.mark.long  # a node stopped and started again (a minute and more): ./dev test-long
 def test_a_node_lost_mid_sweep_loses_no_episode_and_its_return_gets_work(cluster: LocalCluster, tmp_path: Path,
                                                                           data_dir: Path) -> None:
     tasks = "".join(f'[[tasks]]\ndataset = "{image.removeprefix("intercode/")}"\n' for image in BASH)
@@ -195,6 +196,7 @@ def test_a_node_lost_mid_sweep_loses_no_episode_and_its_return_gets_work(cluster
     assert_no_container(cluster, outdir)  # on the survivors, and on the returned node (its orphans reaped)
 
 
+@pytest.mark.long  # two sweeps across the hosts, one SIGKILLed (a minute and more): ./dev test-long
 def test_a_sweep_killed_with_sigkill_then_resumed_stores_every_episode_once_and_leaves_no_container(
         cluster: LocalCluster, tmp_path: Path, data_dir: Path) -> None:
     body = ('[[models]]\nname = "openai/sim-slow"\n[models.local]\nlatency = 1.5\n'

@@ -26,7 +26,8 @@ from tests.engine_proxy import HangingProxy
 from tests.second_engine import SecondEngine
 from tests.docker.test_sweep_kill import results, stored
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
+# An engine stopped, frozen or half-hung takes its own time to come back: ./dev test-long (5 min)
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.long]
 
 # The images the sweep uses, and the base they were built on (an image is current only on its parent).
 IMAGES = ["debian:bookworm-slim", "intercode/nl2bash-base", "intercode/starter", "intercode/sql-starter",

@@ -116,7 +116,7 @@ MAY_DIFFER = {"text-davinci-003_10_turns_fs_4": {"11"}}
 MACHINE_TURNS = {"starchat_10_turns_fs_4": 2, "text-davinci-003_10_turns_fs_4": 2}
 
 
-# The two files the suite leaves out, replayed by `./dev test-long` (CI runs it after `./dev test`).
+# The two slowest files, replayed by `./dev test-long` (CI runs it after `./dev test`) with MORE.
 SLOWEST = {
     "text-bison-001_10_turns_fs_1": (set(), 0, 0.89),  # 0.904 of 104: #11 gzips `gzip` itself, the rest flagged
     "text-davinci-003_10_turns_fs_1": (set(), 0, 0.965),  # 0.976
@@ -147,6 +147,7 @@ def replayed_as_recorded(tmp_path: Path, data_dir: Path, expected: dict[str, tup
             name, seen)
 
 
+@pytest.mark.long  # 20 whole files, 3 to 4 min: ./dev test-long
 def test_the_paper_s_other_models_replay_as_recorded(tmp_path, data_dir):
     replayed_as_recorded(tmp_path, data_dir, MORE)
 

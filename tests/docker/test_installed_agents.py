@@ -39,6 +39,7 @@ def probe(tmp_path: Path, command: str, *, timeout: float | None = None, pip: st
 
 
 @pytest.mark.slow
+@pytest.mark.long  # its layer and a Python agent's start per episode: ./dev test-long, with the field's other agents
 def test_mini_swe_agent_runs_on_starter_bash_and_a_harbor_folder_with_the_local_model(tmp_path, capsys):
     text = EXAMPLE.read_text().replace('output = "../../runs/installed-agent"', f'output = "{tmp_path / "out"}"')
     text = text.replace('strategies = ["tools", "mini-swe-agent"]', 'strategies = ["mini-swe-agent"]')

@@ -101,6 +101,7 @@ def attempts(out: Path) -> list[int]:
 
 
 @pytest.mark.alone  # another process's pool start would reap what this test counts
+@pytest.mark.long  # two whole sweeps (45 s): ./dev test-long, which runs one test at a time
 def test_two_sweeps_on_one_engine_keep_their_containers_apart(tmp_path):
     reference, reference_out = start(tmp_path / "ref", "long", epochs=5, latency=0.0)  # latency changes no result
     finish(reference)
