@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from agents.llm.transport import ToolCall as ToolCall  # part of a Message: re-exported
 from foundation.errors import ConfigError
+from foundation.outcome import Status
 from foundation.timeline import TurnTiming, turn_timing
 
 if TYPE_CHECKING:
@@ -36,7 +37,6 @@ Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content":
 # and `tool` messages with the `tool_call_id` they answer.
 ToolMessage = dict[str, Any]
 # agent_error: an agent of yours raised (agents/own.py)
-EpisodeStatus = Literal["submitted", "max_turns", "solved", "model_error", "budget_exhausted", "agent_error"]
 # The form a strategy reads an action from: a fenced code block (the project's variants), the
 # paper's parsers ("paper"), a ReAct `Thought N: ... / Action N: execute[...]` answer ("react"),
 # or a numbered plan whose steps are the actions ("plan": the paper's Plan & Solve asks for one).
@@ -94,7 +94,7 @@ class Turn:
 class EpisodeOutcome:
     task_id: str
     turns: list[Turn] = field(default_factory=list)
-    status: EpisodeStatus = "max_turns"
+    status: Status = Status.MAX_TURNS
     error: str | None = None
 
     @property
@@ -104,7 +104,7 @@ class EpisodeOutcome:
 
     @property
     def success(self) -> bool:
-        return self.status != "budget_exhausted" and self.reward == 1.0
+        return self.status != Status.BUDGET_EXHAUSTED and self.reward == 1.0
 
 
 class Strategy(Protocol):

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from agents.base import EpisodeOutcome, Model, Strategy, Turn
 from environments.base import EpisodeEnvironment
 from environments.kind import kind_spec
+from foundation.outcome import STOPPED, Status
 
 if TYPE_CHECKING:
     from tasks import Task
@@ -34,7 +35,7 @@ async def play(strategy: Strategy, env: EpisodeEnvironment, task: Task, model: M
             step = await env.step("submit")
             outcome.turns.append(Turn("", "submit", step.observation, step.reward, True, env.breakdown()))
             if step.done and step.reward == 1.0:
-                outcome.status = "solved"
+                outcome.status = Status.SOLVED
         following = env.pending_step if steps and _going(outcome) else None
         if following is None:
             return outcome
@@ -46,4 +47,4 @@ async def play(strategy: Strategy, env: EpisodeEnvironment, task: Task, model: M
 
 
 def _going(outcome: EpisodeOutcome) -> bool:
-    return outcome.status not in ("model_error", "budget_exhausted", "agent_error")
+    return outcome.status not in STOPPED

@@ -41,6 +41,7 @@ from typing import Any, Protocol
 
 from agents.llm.transport import ToolCall
 from foundation.errors import ConfigError, OrchestratorError
+from foundation.outcome import FailureClass, Status
 
 __all__ = ["Agent", "AgentError", "AgentModel", "Answer", "Episode", "GatewayAccess", "OutOfTurns", "Step", "ToolCall",
            "is_agent_name", "load_agent"]
@@ -152,8 +153,8 @@ class OutOfTurns(Exception):  # noqa: N818 — the name says what happened, as S
 class AgentError(OrchestratorError):
     """An agent of yours raised, or returned something else than None: that episode's failure."""
 
-    status = "agent_error"
-    failure_class = "agent"
+    status = Status.AGENT_ERROR
+    failure_class = FailureClass.AGENT
 
 
 @dataclass(frozen=True)

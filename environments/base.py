@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from foundation.concurrency import TaskOwner, stop
 from foundation.errors import OrchestratorError
+from foundation.outcome import FailureClass, Status
 from foundation.timeline import span
 
 if TYPE_CHECKING:
@@ -67,8 +68,8 @@ class ScoringFailed(OrchestratorError):
     `_reward` raises it; the environment then ends the episode, keeps it as `failure`, and the
     sweep stores the episode with this status and class (its turns kept)."""
 
-    status = "task_error"
-    failure_class = "task"
+    status = Status.TASK_ERROR
+    failure_class = FailureClass.TASK
 
 
 class RewardError(ScoringFailed):
@@ -78,16 +79,16 @@ class RewardError(ScoringFailed):
 class VerifierError(ScoringFailed):
     """A verifier that could not give a reward: it timed out, could not start, or wrote no reward file."""
 
-    status = "verifier_error"
-    failure_class = "verifier"
+    status = Status.VERIFIER_ERROR
+    failure_class = FailureClass.VERIFIER
 
 
 class VerifierOffline(VerifierError):
     """A verifier that failed for want of the internet its container did not have: the setting's
     failure (a task that needs the internet, run without it), never the model's 0."""
 
-    status = "verifier_offline"
-    failure_class = "network"
+    status = Status.VERIFIER_OFFLINE
+    failure_class = FailureClass.NETWORK
 
 
 class VerifierTimedOut(VerifierError):

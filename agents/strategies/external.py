@@ -26,6 +26,7 @@ from agents.strategies.turns import failed, finish
 from agents.strategies.tools import tool_model, tool_schemas
 from environments.kind import kind_spec
 from foundation.errors import OrchestratorError
+from foundation.outcome import Status
 
 if TYPE_CHECKING:
     from environments.base import EpisodeEnvironment
@@ -214,7 +215,7 @@ class ExternalStrategy:
         except AgentError as error:
             if handle_model.failure is not None:  # an SDK's error over a model call that failed: the model's
                 return failed(outcome, handle_model.failure)
-            outcome.status, outcome.error = "agent_error", str(error)
+            outcome.status, outcome.error = Status.AGENT_ERROR, str(error)
             return outcome
         finally:
             episode.closed = handle_model.closed = True

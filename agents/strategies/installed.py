@@ -38,6 +38,7 @@ from agents.strategies.turns import failed
 from agents.strategies.external import Doors, ModelHandle
 from environments.base import Skill, TaskUnavailable, ToolServer
 from environments.kind import kind_spec
+from foundation.outcome import Status
 from foundation.sandbox import files_tar
 
 if TYPE_CHECKING:
@@ -135,7 +136,7 @@ class InstalledStrategy:
         if handle.failure is not None:
             return failed(outcome, handle.failure)
         if problem := run.problem(called=bool(handle.log)):
-            outcome.status, outcome.error = "agent_error", f"{self.name}: {problem}"
+            outcome.status, outcome.error = Status.AGENT_ERROR, f"{self.name}: {problem}"
             return outcome
         if hasattr(env, "note"):
             for turn in outcome.turns[:-1]:
@@ -143,7 +144,7 @@ class InstalledStrategy:
                     env.note(turn.action, turn.observation)
         step = await env.step("submit")
         outcome.turns.append(Turn("", "submit", step.observation, step.reward, True, env.breakdown()))
-        outcome.status = "solved" if step.reward == 1.0 else "submitted"
+        outcome.status = Status.SOLVED if step.reward == 1.0 else Status.SUBMITTED
         return outcome
 
     async def _launch(self, sandbox: Sandbox, workdir: str, task: Task, token: str, max_turns: int,

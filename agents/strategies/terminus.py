@@ -26,6 +26,7 @@ from agents.base import EpisodeOutcome, Message, Model, Turn
 from agents.llm.errors import ModelError
 from agents.strategies.turns import failed, prompt, skills_block
 from agents.strategies.installed import shell_container
+from foundation.outcome import Status
 
 if TYPE_CHECKING:
     from environments.base import EpisodeEnvironment
@@ -236,7 +237,7 @@ async def _submit(env: EpisodeEnvironment, outcome: EpisodeOutcome, ran_out: boo
                 env.note(turn.action.strip(), command_output(turn.action, turn.observation))
     step = await env.step("submit")
     outcome.turns.append(Turn("", "submit", step.observation, step.reward, True, env.breakdown()))
-    outcome.status = "solved" if step.reward == 1.0 else ("max_turns" if ran_out else "submitted")
+    outcome.status = Status.SOLVED if step.reward == 1.0 else (Status.MAX_TURNS if ran_out else Status.SUBMITTED)
     return outcome
 
 

@@ -20,6 +20,7 @@ from agents.llm.errors import ModelError
 from agents.strategies.turns import Dialogue, ask, begin, failed, finish, prompt
 from agents.strategies.rules import AnswerRules, answer_rules
 from environments.kind import kind_spec
+from foundation.outcome import Status
 
 if TYPE_CHECKING:
     from agents.base import Turn
@@ -95,5 +96,5 @@ class Single(TryAgain):
             return failed(outcome, exc)
         turn, _, _ = await self.rules.turn(env, output)
         outcome.turns.append(turn)
-        outcome.status = "solved" if turn.reward == 1.0 else "submitted"
+        outcome.status = Status.SOLVED if turn.reward == 1.0 else Status.SUBMITTED
         return outcome

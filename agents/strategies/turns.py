@@ -26,6 +26,7 @@ from agents.llm.errors import ModelError
 from environments.base import EpisodeEnvironment, Skill
 from environments.kind import kind_spec
 from foundation.concurrency import TaskOwner
+from foundation.outcome import Status
 
 if TYPE_CHECKING:
     from tasks import Task
@@ -176,7 +177,7 @@ def skills_block(kind: str, skills: list[Skill]) -> str:
 def failed(outcome: EpisodeOutcome, error: ModelError) -> EpisodeOutcome:
     """The episode ends on a model failure or a spent budget: recorded as such, never scored as
     an answer (EpisodeOutcome.success is False for both)."""
-    outcome.status = "budget_exhausted" if error.kind == "budget" else "model_error"
+    outcome.status = Status.BUDGET_EXHAUSTED if error.kind == "budget" else Status.MODEL_ERROR
     outcome.error = str(error)
     return outcome
 
@@ -184,7 +185,7 @@ def failed(outcome: EpisodeOutcome, error: ModelError) -> EpisodeOutcome:
 def finish(outcome: EpisodeOutcome, *, ran_out: bool) -> EpisodeOutcome:
     """Set the status: solved when the last turn reached reward 1, else out of turns or submitted."""
     if outcome.turns and outcome.turns[-1].reward == 1.0:
-        outcome.status = "solved"
+        outcome.status = Status.SOLVED
     else:
-        outcome.status = "max_turns" if ran_out else "submitted"
+        outcome.status = Status.MAX_TURNS if ran_out else Status.SUBMITTED
     return outcome

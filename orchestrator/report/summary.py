@@ -20,13 +20,14 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from foundation.outcome import NOT_THE_MODELS, FailureClass
 from orchestrator.report.stats import mean, wilson_interval
 from orchestrator.store.results import UNSCORED_CLASSES, Episode
 
-FAILURE_CLASSES = ("model", "task", "infra", "verifier", "agent", "network")
+FAILURE_CLASSES: tuple[str, ...] = tuple(FailureClass)
 # Failures after which an episode's reward keys are no trial's valid reward (Harbor leaves such trials
 # out); a model's failure is the model's 0.
-FAILED_TRIAL = ("task", "infra", "verifier", "agent", "network")
+FAILED_TRIAL = tuple(c for c in FailureClass if c in NOT_THE_MODELS)
 Cell = tuple[str, str, str]  # (model, strategy, task_set)
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from foundation.errors import ConfigError
+from foundation.outcome import FailureClass, Status
 from orchestrator.store.records import EpisodeKey, Keyed
 from orchestrator.store.search_query import fts_query, parse, words
 from orchestrator.store import reader
@@ -26,9 +27,8 @@ PAGE_SIZE = 50
 MAX_ID = 2**63 - 1  # SQLite's largest integer: a larger number is no episode, not an overflow
 MAX_PAGE = 10**9
 MAX_SEARCH = 1000  # characters of a search: a few lines
-STATUSES = ("solved", "submitted", "max_turns", "model_error", "budget_exhausted", "timeout", "task_error",
-            "infra_error", "verifier_error", "agent_error", "verifier_offline")
-FAILURE_CLASSES = ("none", "any", "model", "task", "infra", "verifier", "agent", "network")
+STATUSES = tuple(Status)
+FAILURE_CLASSES = ("none", "any", *FailureClass)
 FAILURE_LABELS = {"": "all", "none": "no error", "any": "any error"}
 Key = tuple[tuple[str, bool], ...]  # (expression over `episodes e`, descending?)
 # name -> order; every order ends in the id, so it is total and pages never overlap. Expressions

@@ -43,6 +43,7 @@ from inspect_ai.event import Event
 from inspect_ai.scorer import Score
 from inspect_ai.tool import ToolCall
 
+from foundation.outcome import Status
 from orchestrator.store.export import safe_name
 from orchestrator.store.inspect_transcript import conversation, model_events
 from orchestrator.store.reader import read_only
@@ -51,7 +52,7 @@ from orchestrator.store.transcript import StoredTranscript, decode
 Cell = tuple[str, str, str]  # (model, strategy, task_set)
 LOG_STATUS: dict[str, EvalStatus] = {  # the last run's status -> the log's
     "finished": "success", "running": "started", "interrupted": "cancelled", "failed": "error"}
-CUT = "budget_exhausted"  # an episode the sweep's budget cut short: incomplete, as the report counts it
+CUT = Status.BUDGET_EXHAUSTED  # an episode the sweep's budget cut short: incomplete, as the report counts it
 NO_MODEL = {"oracle": "none/oracle", "replay": "none/replay"}  # models that make no LLM call
 _EPISODE_COLUMNS = ("id, task_id, epoch, env, dataset, task_index, query, gold, status, failure_class, error, "
                     "reward, success, n_turns, max_turns, prompt_tokens, completion_tokens, cost_usd, attempts, "

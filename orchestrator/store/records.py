@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, NamedTuple
 
+from foundation.outcome import NOT_THE_MODELS, Status
 from orchestrator.store.transcript import Transcript
 
 
@@ -102,8 +103,8 @@ class EpisodeRecord:
     max_turns: int
     started_at: float
     finished_at: float = 0.0
-    status: str = "max_turns"
-    failure_class: str | None = None  # None | "model" | "task" | "infra" | "verifier" | "agent" | "network"
+    status: str = Status.MAX_TURNS  # a Status
+    failure_class: str | None = None  # a FailureClass, None when it did not fail
     error: str | None = None
     attempts: int = 1
     image_digest: str | None = None
@@ -118,8 +119,8 @@ class EpisodeRecord:
 
     @property
     def success(self) -> bool:
-        failed = self.failure_class in ("task", "infra", "verifier", "agent", "network")
-        return self.status != "budget_exhausted" and not failed and self.reward == 1.0
+        failed = self.failure_class in NOT_THE_MODELS
+        return self.status != Status.BUDGET_EXHAUSTED and not failed and self.reward == 1.0
 
     @property
     def served_model(self) -> str | None:

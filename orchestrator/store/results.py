@@ -15,13 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from foundation.outcome import UNSCORED, Status
 from orchestrator.store.records import EpisodeKey, Keyed
 from orchestrator.store.reader import database_path, has, read_only
 from tasks.harbor import KIND as HARBOR
 
 # The failure classes of an episode whose reward is unknown, never the model's 0: its task's verifier
 # gave none, or needed the internet the container did not have.
-UNSCORED_CLASSES = ("verifier", "network")
+UNSCORED_CLASSES = UNSCORED
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ class Episode(Keyed):
     @property
     def cut_by_budget(self) -> bool:
         """Stopped by the sweep's spent budget: incomplete, not a failure; a resume runs it again."""
-        return self.status == "budget_exhausted"
+        return self.status == Status.BUDGET_EXHAUSTED
 
     @property
     def unscored(self) -> bool:

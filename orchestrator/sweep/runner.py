@@ -29,6 +29,7 @@ from agents.episode import play
 from environments.base import ScoringFailed, TaskUnavailable
 from environments.kind import kind_spec
 from foundation.errors import SandboxError, UserError
+from foundation.outcome import FailureClass, Status
 from foundation.timeline import Timeline
 from orchestrator.site import Site
 from orchestrator.store import EpisodeRecord, LLMCall, TurnRecord
@@ -73,9 +74,9 @@ class EpisodeRunner:
                     log.info("episode_rerun_after_engine_outage", task=episode.task.id, model=episode.model,
                              error=_line(exc))
                 elif isinstance(exc, EpisodeTimedOut):
-                    return self._failed(record, "timeout", "task", f"the episode took longer than {exc.args[0]:g} s")
+                    return self._failed(record, Status.TIMEOUT, FailureClass.TASK, f"the episode took longer than {exc.args[0]:g} s")
                 elif counted >= self.retries:
-                    return self._failed(record, "infra_error", "infra", exc)
+                    return self._failed(record, Status.INFRA_ERROR, FailureClass.INFRA, exc)
                 else:
                     counted += 1
                     log.warning("episode_retry", task=episode.task.id, model=episode.model, attempt=attempt,
@@ -84,12 +85,12 @@ class EpisodeRunner:
                 attempt += 1
                 continue
             except TaskUnavailable as exc:
-                return self._failed(record, "task_error", "task", exc)
+                return self._failed(record, Status.TASK_ERROR, FailureClass.TASK, exc)
             except UserError:
                 raise
             except Exception as exc:  # noqa: BLE001 — one episode never stops the sweep
                 log.error("episode_error", task=episode.task.id, model=episode.model, exc_info=True)
-                return self._failed(record, "task_error", "task", exc)
+                return self._failed(record, Status.TASK_ERROR, FailureClass.TASK, exc)
             return record
 
     def _record(self, episode: PlannedEpisode, attempt: int) -> EpisodeRecord:
@@ -127,7 +128,7 @@ class EpisodeRunner:
         _fill(record, outcome, failure)
 
     @staticmethod
-    def _failed(record: EpisodeRecord, status: str, failure_class: str, error: BaseException | str) -> EpisodeRecord:
+    def _failed(record: EpisodeRecord, status: Status, failure_class: FailureClass, error: BaseException | str) -> EpisodeRecord:
         record.status, record.failure_class = status, failure_class
         record.error = error if isinstance(error, str) else _line(error)
         record.finished_at = time.time()
@@ -139,10 +140,10 @@ def _fill(record: EpisodeRecord, outcome: EpisodeOutcome, failure: ScoringFailed
     failure (a verifier or reward error), its turns kept."""
     record.turns = [_turn_record(t) for t in outcome.turns]
     record.status = outcome.status
-    if outcome.status in ("model_error", "budget_exhausted"):
-        record.failure_class, record.error = "model", outcome.error
-    elif outcome.status == "agent_error":  # an agent of yours raised: its failure, never re-run
-        record.failure_class, record.error = "agent", outcome.error
+    if outcome.status in (Status.MODEL_ERROR, Status.BUDGET_EXHAUSTED):
+        record.failure_class, record.error = FailureClass.MODEL, outcome.error
+    elif outcome.status == Status.AGENT_ERROR:  # an agent of yours raised: its failure, never re-run
+        record.failure_class, record.error = FailureClass.AGENT, outcome.error
         log.info("episode_agent_error", task=record.key.task_id, strategy=record.key.strategy, error=outcome.error)
     elif failure is not None:
         record.status, record.failure_class, record.error = failure.status, failure.failure_class, _line(failure)

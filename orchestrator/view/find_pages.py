@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from foundation.outcome import Status
 from orchestrator.store.episode_query import EpisodeFilter, EpisodePage, EpisodeRow, TaskEpisodes
 from orchestrator.view.layout import esc, folded, link, plural, table, url
 from orchestrator.view.lists import FORMATS, episode_href, list_table, status_html, task_href
@@ -23,7 +24,7 @@ def task_page(source: Source, task_id: str, found: TaskEpisodes, elsewhere: list
     epochs = sorted({r.epoch for r in found.rows})
     rows = [[esc(m), esc(s), esc(ts), *(_outcome(source, g.get(ep)) for ep in epochs)]
             for (m, s, ts), g in sorted(grid.items())]
-    solved = sum(r.status == "solved" for r in found.rows)
+    solved = sum(r.status == Status.SOLVED for r in found.rows)
     base = f"/s/{source.index}/episodes"
     downloads = " · ".join(link(url(base, flt.params(format=f)), f.upper(), class_="download") for f in FORMATS)
     others = [link(task_href(s.index, task_id), s.label) for s in elsewhere]

@@ -9,6 +9,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 
+from foundation.outcome import Status
 from orchestrator.store.episode_query import EpisodeFilter, EpisodeRow, EpisodeTexts
 from orchestrator.store.search_query import words
 from orchestrator.view.layout import esc, link, money, name, url
@@ -68,7 +69,7 @@ def _error(failure: str | None) -> str:
 
 
 def status_html(status: str) -> str:
-    css = "good" if status == "solved" else "bad" if status.endswith("error") or status == "timeout" else ""
+    css = "good" if status == Status.SOLVED else "bad" if status.endswith("error") or status == Status.TIMEOUT else ""
     return f'<span class="status {css}">{esc(status)}</span>'
 
 
