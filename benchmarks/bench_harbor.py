@@ -256,7 +256,7 @@ def lease_to_first_action(folder: Path, rounds: int) -> tuple[list[float], list[
 
     from environments import make_environment
     from environments.runtime import Runtime
-    from orchestrator.tasksets import prepare
+    from orchestrator.tasksets.resolve import prepare
 
     async def measure() -> tuple[list[float], list[float]]:
         task_set = await prepare(folder)

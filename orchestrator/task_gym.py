@@ -19,7 +19,7 @@ import gymnasium
 
 from environments.gym import IntercodeGymEnv
 from orchestrator.images.ensure import ensure_images
-from orchestrator.tasksets import of_directory
+from orchestrator.tasksets.resolve import of_directory
 
 if TYPE_CHECKING:
     from environments.base import Environment

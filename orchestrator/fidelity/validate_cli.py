@@ -14,7 +14,7 @@ from foundation.errors import ConfigError
 from foundation.settings import resolve_data_dir
 from orchestrator.fidelity.validate import GoldOutcome, report, validate_all
 from orchestrator.images.ensure import ensure_images
-from orchestrator.tasksets import of_directory
+from orchestrator.tasksets.resolve import of_directory
 from tasks import DATASETS, Task, load_tasks
 
 

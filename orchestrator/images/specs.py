@@ -6,7 +6,7 @@ under their path relative to `images/`, and the listed data files under `data/` 
 directory is always present, possibly empty). Data paths are relative to the data directory and
 listed one by one on purpose: what goes into an image should be readable here.
 
-Tasks of your own bring their images (orchestrator/tasksets.py registers them with `register`):
+Tasks of your own bring their images (orchestrator/tasksets/resolve.py registers them with `register`):
 the user's Dockerfile with its directory as the whole build context (`context_dir`), then our
 layer over it (`own_layer`): the driver and the pristine snapshot, which their Dockerfile never
 mentions.

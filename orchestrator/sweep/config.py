@@ -40,14 +40,14 @@ from agents.llm import ModelLimits
 from foundation.validation import invalid_line
 from foundation.errors import ConfigError
 from orchestrator.cluster.settings import ClusterSettings
-from orchestrator.taskset_config import TaskSetConfig
+from orchestrator.tasksets.config import TaskSetConfig
 
 # Unknown keys are mistakes; so are `inf` and `nan`: an endless timeout or wait is a sweep that
 # can hang for good, and every number here has a finite sensible value.
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 # The most of each count a sweep file may ask for (README, "Sweeps"; a task set's own counts are in
-# orchestrator/taskset_config.py, MAX_TASKS). A sweep plans every episode before it runs one, so
+# orchestrator/tasksets/config.py, MAX_TASKS). A sweep plans every episode before it runs one, so
 # the plan's size is bounded too: an absurd count is one line at once, never a process that grows
 # until the kernel kills it.
 MAX_EPOCHS = 1000

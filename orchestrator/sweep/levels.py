@@ -23,7 +23,7 @@ from orchestrator.sweep.progress import SweepProgress
 from orchestrator.sweep.sites import open_site, place
 from orchestrator.sweep.stored_run import StoredRun, stored_run
 from orchestrator.sweep.sweep_models import SweepModels
-from orchestrator.sweep.task_sets import SweepInputs, prepare
+from orchestrator.sweep.inputs import SweepInputs, prepare
 from orchestrator.sweep.workers import run_workers
 
 

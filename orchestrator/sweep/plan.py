@@ -11,13 +11,11 @@ import itertools
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 from foundation.errors import ConfigError
 from orchestrator.store import EpisodeKey
 from orchestrator.store.records import Keyed
 from orchestrator.sweep.config import MAX_EPISODES, SweepConfig
-from orchestrator.tasksets import TaskSetConfig, resolve
 from tasks import Task
 
 
@@ -25,12 +23,6 @@ from tasks import Task
 class PlannedEpisode(Keyed):
     key: EpisodeKey
     task: Task
-
-
-def select_tasks(spec: TaskSetConfig, data_dir: Path | None, base_dir: Path | None = None) -> list[Task]:
-    """The tasks of one task set: filtered, then sampled (seeded) or cut to `limit` (see
-    orchestrator/tasksets.py, which also registers what tasks of your own bring)."""
-    return resolve(spec, base_dir=base_dir or Path.cwd(), data_dir=data_dir).tasks
 
 
 def plan(config: SweepConfig, task_sets: dict[str, list[Task]],

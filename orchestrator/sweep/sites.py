@@ -29,7 +29,7 @@ from orchestrator.sweep.own_agents import Brought
 from orchestrator.sweep.plan import PlannedEpisode
 from orchestrator.sweep.progress import SweepProgress
 from orchestrator.sweep.sweep_models import SweepModels
-from orchestrator.tasksets import TaskSet
+from orchestrator.tasksets.resolve import TaskSet
 from tasks import Task
 
 log = structlog.get_logger(__name__)

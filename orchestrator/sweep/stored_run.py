@@ -22,7 +22,7 @@ from orchestrator.store.store import config_json
 from orchestrator.sweep.config import SweepConfig
 from orchestrator.sweep.plan import PlannedEpisode
 from orchestrator.sweep.progress import SweepProgress
-from orchestrator.sweep.task_sets import SweepInputs
+from orchestrator.sweep.inputs import SweepInputs
 
 log = structlog.get_logger(__name__)
 

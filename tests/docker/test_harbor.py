@@ -18,7 +18,7 @@ from environments.runtime import Runtime
 from orchestrator.cli import main
 from orchestrator.report.summary import summarize_all
 from orchestrator.store.results import load_results
-from orchestrator.tasksets import TaskSet, TaskSetConfig, prepare, resolve
+from orchestrator.tasksets.resolve import TaskSet, TaskSetConfig, prepare, resolve
 from tests.stores import rows
 from tests.unit.test_harbor import FIXTURES, UNSUPPORTED
 

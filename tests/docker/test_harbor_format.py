@@ -29,7 +29,7 @@ from environments.runtime import Runtime
 from foundation.errors import SandboxError
 from foundation.pool.ownership import MANAGED, OWNER, Owner
 from foundation.settings import PROJECT_ROOT
-from orchestrator.tasksets import prepare
+from orchestrator.tasksets.resolve import prepare
 from tasks.harbor import read_harbor
 from tests.unit.test_harbor_format import HARBOR
 
@@ -190,7 +190,7 @@ async def test_a_group_left_by_a_killed_run_is_reaped_by_the_next(tmp_path):
         from pathlib import Path
         from environments import make_environment
         from environments.runtime import Runtime
-        from orchestrator.tasksets import prepare
+        from orchestrator.tasksets.resolve import prepare
 
         async def main():
             task_set = await prepare(Path({str(HARBOR / "service-api")!r}))

@@ -26,8 +26,8 @@ from orchestrator.cli import main
 from orchestrator.images.build import PARALLEL_BUILDS
 from orchestrator.store.results import load_results
 from orchestrator.report.summary import summarize_all
-from orchestrator.task_check import check_all
-from orchestrator.tasksets import TaskSetConfig, prepare, resolve
+from orchestrator.tasks_cli.check import check_all
+from orchestrator.tasksets.resolve import TaskSetConfig, prepare, resolve
 from tasks.harbor import image_of
 from tests.stores import rows
 

@@ -15,7 +15,7 @@ from environments.kind import gold_actions
 from environments.runtime import Runtime
 from foundation.settings import PROJECT_ROOT
 from orchestrator.cli import main
-from orchestrator.tasksets import prepare
+from orchestrator.tasksets.resolve import prepare
 from tests.stores import rows
 from tests.unit.test_own_tasks import EXAMPLE, copy_example, sweep_file
 

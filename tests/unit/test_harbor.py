@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from foundation.settings import PROJECT_ROOT
 from orchestrator.images.specs import BY_NAME, SOURCE_LABEL
-from orchestrator.tasksets import of_directory
+from orchestrator.tasksets.resolve import of_directory
 from tasks.harbor import read_harbor
 
 FIXTURES = PROJECT_ROOT / "tests" / "fixtures" / "harbor"
@@ -44,7 +44,7 @@ def test_a_task_folders_images_name_the_folder_they_are_made_of() -> None:
 def test_a_task_gets_at_most_this_machines_cores_memory_and_a_bounded_disk(tmp_path) -> None:
     """task.toml's limits had no upper bound: a stranger's task could ask for a disk cap that fills
     the host (issue 45). It gets this machine's most, and the run says so once."""
-    from orchestrator.tasksets import MOST_CPUS, MOST_MEMORY_MB, MOST_STORAGE_MB
+    from orchestrator.tasksets.resolve import MOST_CPUS, MOST_MEMORY_MB, MOST_STORAGE_MB
     from tests.unit.test_host_env import task_folder
 
     task_folder(tmp_path, "greedy", "[environment]\ncpus = 512\nmemory_mb = 99999999\nstorage_mb = 99999999\n")

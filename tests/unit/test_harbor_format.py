@@ -13,7 +13,7 @@ import pytest
 from environments.harbor import _below, _front_matter, _headline
 from environments.kind import gold_actions
 from foundation.settings import PROJECT_ROOT
-from orchestrator.tasksets import TaskSetConfig, resolve
+from orchestrator.tasksets.resolve import TaskSetConfig, resolve
 from tasks.harbor import read_harbor
 from tasks.harbor_compose import read_compose
 from tasks.harbor_config import Malformed, Unsupported

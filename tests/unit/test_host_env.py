@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.tasksets import of_directory
+from orchestrator.tasksets.resolve import of_directory
 from tasks.harbor_config import host_refusal, read_config, resolve
 
 SECRET = "sk-ant-host-secret-never-in-a-task"

@@ -1,7 +1,7 @@
 """The import contracts (pyproject.toml, [tool.importlinter]) hold for the project, and an import
 against each breaks it: the layers (foundation < tasks < environments < agents < application),
 the application's parts (commands > view > nightly > sweep > fidelity | cluster > report | site >
-store > tasksets > images | taskset_config | output_files) and one reader of a store (nothing but
+store > tasksets > images | output_files) and one reader of a store (nothing but
 the store imports sqlite3; nightly's own history database aside)."""
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ import pytest
 
 from agents.base import get_strategy
 from agents.models import OracleModel
-from agents.scripted import ScriptedModel
+from tests.scripted import ScriptedModel
 from environments import make_environment
 from environments.runtime import Runtime
 from foundation.errors import SandboxError

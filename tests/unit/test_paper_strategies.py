@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Sequence
 import pytest
 
 from agents.base import get_strategy
-from agents.scripted import ScriptedModel
+from tests.scripted import ScriptedModel
 from agents.strategies.rules import FORCED, paper_plan_steps, split_answer
 from environments import make_environment
 from environments.runtime import Runtime

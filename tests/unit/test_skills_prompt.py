@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from agents.base import get_strategy
-from agents.scripted import ScriptedModel, called
+from tests.scripted import ScriptedModel, called
 from agents.strategies.turns import prompt, skills_block
 from environments.base import Environment, Skill
 from environments.kind import KindSpec, register

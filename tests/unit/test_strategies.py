@@ -13,7 +13,7 @@ import pytest
 from agents.base import Message, get_strategy
 from agents.llm import LLMClient, ModelError, ModelSpec
 from agents.llm.server import Rule, ScriptedLLMServer, ServerConfig
-from agents.scripted import ScriptedModel
+from tests.scripted import ScriptedModel
 from agents.strategies.turns import retry_message
 from environments import make_environment
 from environments.base import TaskUnavailable

@@ -11,8 +11,9 @@ from orchestrator.cli import main
 from orchestrator.store import EpisodeKey
 from orchestrator.sweep.config import SweepConfig, load_sweep
 from orchestrator.sweep.fair_queue import FairQueue
-from orchestrator.sweep.plan import PlannedEpisode, plan, select_tasks
-from orchestrator.taskset_config import TaskSetConfig
+from orchestrator.sweep.plan import PlannedEpisode, plan
+from orchestrator.tasksets.config import TaskSetConfig
+from orchestrator.tasksets.resolve import resolve
 from tasks import load_tasks
 
 GOOD = """
@@ -30,6 +31,11 @@ dataset = "starter-bash"
 dataset = "starter-sql"
 limit = 2
 """
+
+
+def select_tasks(spec: TaskSetConfig, data_dir: Path | None) -> list:
+    """The tasks of one task set as the sweep resolves it: filtered, then sampled (seeded) or cut."""
+    return resolve(spec, base_dir=Path.cwd(), data_dir=data_dir).tasks
 
 
 def write(tmp_path: Path, text: str) -> Path:

@@ -17,7 +17,7 @@ from orchestrator.sweep.config import load_sweep
 from orchestrator.sweep.plan import PlannedEpisode
 from orchestrator.sweep.progress import SweepProgress
 from orchestrator.sweep.stored_run import stored_run
-from orchestrator.sweep.task_sets import prepare
+from orchestrator.sweep.inputs import prepare
 from tests.stores import rows
 
 STARTER = 'dataset = "starter-bash"\nlimit = 3'

@@ -11,7 +11,7 @@ import pytest
 
 from agents.base import EpisodeOutcome, ToolAnswer, get_strategy
 from agents.models import OracleModel
-from agents.scripted import ScriptedModel, called
+from tests.scripted import ScriptedModel, called
 from agents.strategies.turns import retry_message
 from agents.strategies.tools import rendered, tool_schemas
 from environments import make_environment

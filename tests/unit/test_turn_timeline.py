@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agents.base import get_strategy
-from agents.scripted import ScriptedModel, called
+from tests.scripted import ScriptedModel, called
 from environments import make_environment
 from environments.runtime import Runtime
 from foundation.local import LocalProvider

@@ -34,7 +34,7 @@ from foundation.errors import ConfigError
 from foundation.pool import ImagePoolConfig
 from foundation.pool.config import DEFAULT_CAP_DROP
 from orchestrator.images.specs import ImageSpec, get, own_layer, register
-from orchestrator.taskset_config import TaskSetConfig
+from orchestrator.tasksets.config import TaskSetConfig
 from tasks import DATASETS, DatasetInfo, Task, load_tasks, register_dataset
 from orchestrator.images.ensure import ensure_images
 from tasks.harbor import is_task, read_harbor

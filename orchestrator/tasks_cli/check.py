@@ -30,7 +30,7 @@ from foundation.concurrency import TaskOwner, all_of
 from foundation.settings import cache_dir
 from orchestrator.images.engine_build import Line
 from orchestrator.images.ensure import ensure_each
-from orchestrator.tasksets import TaskSet
+from orchestrator.tasksets.resolve import TaskSet
 from tasks import Task
 
 NOTHING = ["submit"]  # the agent that does nothing

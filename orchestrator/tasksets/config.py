@@ -1,5 +1,5 @@
 """A `[[tasks]]` table of the sweep file, as validated: where the tasks come from and which of
-them to keep. Resolving it into tasks is `orchestrator/tasksets.py`'s job; this module stays
+them to keep. Resolving it into tasks is `orchestrator/tasksets/resolve.py`'s job; this module stays
 light (pydantic and the dataset table; the kinds only for a task file of yours) so that a sweep
 file is checked without importing what runs the tasks.
 """

@@ -21,7 +21,7 @@ from orchestrator.sweep.config import SweepConfig
 from orchestrator.sweep.own_agents import Brought, bring
 from orchestrator.sweep.plan import PlannedEpisode, plan
 from orchestrator.sweep.sweep_models import check_models
-from orchestrator.tasksets import TaskSet, resolve
+from orchestrator.tasksets.resolve import TaskSet, resolve
 from tasks import Task
 
 log = structlog.get_logger(__name__)

@@ -5,8 +5,8 @@
     tasks shell DIR[/TASK]  a shell in the task's container, as the agent has it
 
 DIR is an environment of your own (a directory with environment.toml) or Harbor task folders (one,
-or a folder of them). The checks are orchestrator/task_check.py's, the scaffold and the shell
-orchestrator/task_authoring.py's.
+or a folder of them). The checks are orchestrator/tasks_cli/check.py's, the scaffold and the shell
+orchestrator/tasks_cli/authoring.py's.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import argparse
 from pathlib import Path
 
 from foundation.errors import ConfigError
-from orchestrator.task_authoring import init_task, open_shell
-from orchestrator.task_check import check_all, stderr
-from orchestrator.tasksets import of_directory
+from orchestrator.tasks_cli.authoring import init_task, open_shell
+from orchestrator.tasks_cli.check import check_all, stderr
+from orchestrator.tasksets.resolve import of_directory
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -15,7 +15,7 @@ from environments.workspace import WorkspaceEnv
 from foundation.engine import engine_host
 from foundation.errors import ConfigError
 from orchestrator.images.ensure import ensure_each
-from orchestrator.tasksets import of_directory
+from orchestrator.tasksets.resolve import of_directory
 from tasks import Task
 
 SHELL = ["/usr/lib/intercode/bash", "--noprofile", "--norc", "-i"]  # the agent's shell, interactive

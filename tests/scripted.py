@@ -1,4 +1,4 @@
-"""ScriptedModel: a Model that answers from a list, for tests and demos.
+"""ScriptedModel: a Model that answers from a list, for the tests (no product code uses it).
 
     model = ScriptedModel(["```bash\nls\n```", "```bash\nsubmit\n```"])
     model = ScriptedModel([called(("bash", {"command": "ls"}), ("submit", "{}")), "no call at all"])
