@@ -43,7 +43,7 @@ chromium:
 test-fast *ARGS:
     DOCKER_HOST=unix:///nonexistent/intercode-test-fast.sock {{python}} -m pytest tests/unit -n 2 -p no:cacheprovider --durations=10 "$@"
 
-# The whole suite, tier by tier, stopping at the first that fails: tests/unit first; meanwhile, in the background, the images, Chromium and the few tests marked `alone` (they need the engine to themselves, which the unit tier leaves them); then tests/cluster, tests/docker and tests/browser in two processes. With ARGS, pytest ARGS alone after the images (e.g. ./dev test tests/docker/test_sweep.py -k quickstart)
+# The whole suite but the tests marked long, tier by tier, stopping at the first that fails: tests/unit first; meanwhile, in the background, the images, Chromium and the few tests marked `alone` (they need the engine to themselves, which the unit tier leaves them); then tests/docker and tests/browser in three processes (tests/cluster is all long). With ARGS, pytest ARGS alone after the images (e.g. ./dev test tests/docker/test_sweep.py -k quickstart)
 test *ARGS:
     #!/usr/bin/env bash
     set -euo pipefail
@@ -72,7 +72,7 @@ test *ARGS:
     tier "tests/cluster, docker, browser" "${pytest[@]}" tests/cluster tests/docker tests/browser -n 3 --dist loadfile --no-loadscope-reorder -m "not alone and not long" --durations=30
     echo "test: every tier passed in $SECONDS s"
 
-# The tests marked long, one at a time, which ./dev test leaves out to keep within its 15 minutes: whole replays (the paper's other models, the two slowest files), the engine stopped, frozen or half-hung mid-sweep, a cluster node lost and a cluster sweep SIGKILLed, two sweeps on one engine, the field's agents by name (their layers), the hostile sweep beside honest episodes. CI runs it after ./dev test
+# The tests marked long, one at a time, which ./dev test leaves out to keep within its 15 minutes: tests/cluster (a Ray cluster of three nodes, each with an engine of its own), whole replays (the paper's other models, the two slowest files), the engine stopped, frozen or half-hung mid-sweep, two sweeps on one engine, the field's agents by name and the npm and PyPI agents' layers, the hostile sweep beside honest episodes. CI runs it after ./dev test
 test-long *ARGS: images
     {{python}} -m pytest -p no:cacheprovider tests/docker tests/cluster -m long --durations=10 "$@"
 

@@ -23,7 +23,8 @@ from tasks.registry import load_tasks
 from tests.cluster_fixture import LocalCluster, containers_of, killed
 from tests.second_engine import image_id
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.cluster]
+# A Ray cluster of three nodes, each with an engine of its own, beside the suite's: ./dev test-long
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.cluster, pytest.mark.long]
 ray = pytest.importorskip("ray")
 
 IMAGES = ["intercode/nl2bash-fs1", "intercode/sql-starter"]

@@ -21,7 +21,8 @@ from orchestrator.images.build import HASH_LABEL
 from tests.cluster_fixture import LocalCluster, killed
 from tests.second_engine import image_id
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.cluster]
+# A Ray cluster of three nodes, each with an engine of its own, beside the suite's: ./dev test-long
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.cluster, pytest.mark.long]
 ray = pytest.importorskip("ray")
 
 IMAGE = "intercode/python"  # the smallest of the project's images (126 MB)

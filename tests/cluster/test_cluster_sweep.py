@@ -31,7 +31,8 @@ from tests.cluster_fixture import LocalCluster
 from tests.second_engine import image_id
 from tests.stores import rows as stored_rows
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.cluster]
+# A Ray cluster of three nodes, each with an engine of its own, beside the suite's: ./dev test-long
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.cluster, pytest.mark.long]
 pytest.importorskip("ray")
 
 BASH = ["intercode/nl2bash-fs1", "intercode/nl2bash-fs2", "intercode/nl2bash-fs3", "intercode/nl2bash-fs4"]
@@ -156,7 +157,6 @@ def test_the_oracle_across_three_hosts_earns_a_local_runs_rewards(cluster: Local
             assert containers(engine, label) == []
 
 
-@pytest.mark.long  # a node stopped and started again (a minute and more): ./dev test-long
 def test_a_node_lost_mid_sweep_loses_no_episode_and_its_return_gets_work(cluster: LocalCluster, tmp_path: Path,
                                                                           data_dir: Path) -> None:
     tasks = "".join(f'[[tasks]]\ndataset = "{image.removeprefix("intercode/")}"\n' for image in BASH)
@@ -196,7 +196,6 @@ def test_a_node_lost_mid_sweep_loses_no_episode_and_its_return_gets_work(cluster
     assert_no_container(cluster, outdir)  # on the survivors, and on the returned node (its orphans reaped)
 
 
-@pytest.mark.long  # two sweeps across the hosts, one SIGKILLed (a minute and more): ./dev test-long
 def test_a_sweep_killed_with_sigkill_then_resumed_stores_every_episode_once_and_leaves_no_container(
         cluster: LocalCluster, tmp_path: Path, data_dir: Path) -> None:
     body = ('[[models]]\nname = "openai/sim-slow"\n[models.local]\nlatency = 1.5\n'

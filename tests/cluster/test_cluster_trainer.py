@@ -21,7 +21,8 @@ from foundation.errors import ConfigError
 from tasks import Task, load_tasks
 from tests.cluster_fixture import LocalCluster, containers_of, killed
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.cluster]
+# A Ray cluster of three nodes, each with an engine of its own, beside the suite's: ./dev test-long
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.cluster, pytest.mark.long]
 ray = pytest.importorskip("ray")
 
 IMAGES = ["intercode/starter"]  # starter-bash's image: no benchmark data needed

@@ -173,6 +173,7 @@ argument = "command"
 
 
 @pytest.mark.slow
+@pytest.mark.long  # Claude Code's native binary, 200 MB from npm, in a layer: ./dev test-long, with test_field_agents.py
 def test_claude_code_from_npm_runs_with_the_local_anthropic_model(tmp_path, capsys):
     """An npm CLI agent: Node.js and the package fetched on this machine, its calls through the
     gateway's Messages API (streaming), its side calls (a title, a summary) among them."""
