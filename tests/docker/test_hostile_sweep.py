@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -100,10 +99,19 @@ def sweep_file(tmp_path: Path, name: str, strategies: list[str], extra_tasks: st
     return path
 
 
-def run_sweep(path: Path) -> subprocess.CompletedProcess[str]:
+# Runs a command and writes the peak RSS (KB) of it and what it waited for into a file: this process's
+# own RUSAGE_CHILDREN would also count every child that earlier tests of the session waited for.
+MEASURED = ("import resource, subprocess, sys; code = subprocess.call(sys.argv[2:]); open(sys.argv[1], 'w')"
+            ".write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)); sys.exit(code)")
+
+
+def run_sweep(path: Path, peak: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """The sweep in a process of its own; with `peak`, its peak RSS in KB written there."""
     env = {**os.environ, "ANTHROPIC_API_KEY": SECRET, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    return subprocess.run([sys.executable, "-m", "orchestrator", "sweep", str(path), "--quiet"], cwd=PROJECT_ROOT,
-                          env=env, capture_output=True, text=True, timeout=1200)
+    command = [sys.executable, "-m", "orchestrator", "sweep", str(path), "--quiet"]
+    if peak is not None:
+        command = [sys.executable, "-c", MEASURED, str(peak), *command]
+    return subprocess.run(command, cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=1200)
 
 
 def honest(out: Path) -> dict[tuple[str, str], tuple[str, float | None]]:
@@ -126,8 +134,9 @@ def test_hostile_agents_and_tasks_change_nothing_for_the_honest_episodes_beside_
     agents = (f'[[agents]]\nname = "attacker"\npip = ["six==1.16.0"]\ncommand = {json.dumps(ATTACKER)}\n'
               'keep = ["/root/.intercode-agent/home/attack.txt"]\n')
     mixed = run_sweep(sweep_file(tmp_path, "mixed", ["tools", "attacker", "spender.py:Spender"],
-                                 f'[[tasks]]\nharbor = "{hostile}"\n', agents))
-    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+                                 f'[[tasks]]\nharbor = "{hostile}"\n', agents), tmp_path / "peak.txt")
+    peak_mb = int((tmp_path / "peak.txt").read_text()) / 1024
+    print(f"the mixed sweep's peak RSS: {peak_mb:.0f} MB")
     assert mixed.returncode == 0, mixed.stderr
     out = tmp_path / "mixed"
 
@@ -156,4 +165,4 @@ def test_hostile_agents_and_tasks_change_nothing_for_the_honest_episodes_beside_
     spent = rows(out, "SELECT e.id, count(c.episode_id) FROM episodes e LEFT JOIN llm_calls c ON c.episode_id = e.id "
                       "WHERE e.strategy = 'spender.py:Spender' GROUP BY e.id")
     assert spent and all(calls <= 4 for _, calls in spent), spent  # at most max_turns model calls
-    assert peak_mb < MOST_RSS_MB, peak_mb  # the largest process this test waited for: a sweep's
+    assert peak_mb < MOST_RSS_MB, peak_mb  # the mixed sweep at its peak, or the largest process it waited for
