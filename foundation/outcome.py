@@ -45,5 +45,6 @@ class FailureClass(StrEnum):
 # Failures that are not the model's: such an episode's reward is no score of the model (Harbor leaves
 # such trials out); a model's failure is the model's 0
 NOT_THE_MODELS = frozenset(FailureClass) - {FailureClass.MODEL}
-# Failures after which nobody knows the reward (the verifier's, the network's): the episode is unscored
+# Failures after which nobody knows the reward, never the model's 0: the task's verifier gave none, or
+# needed the internet its container did not have; the episode is unscored
 UNSCORED = frozenset({FailureClass.VERIFIER, FailureClass.NETWORK})

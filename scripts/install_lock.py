@@ -44,17 +44,22 @@ class Failed(Exception):
     """One line for the user: what went wrong and what to do."""
 
 
-def pip(log: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """pip with its output appended to the log, never on the screen."""
+def logged(log: Path, shown: list[str], command: list[str], *, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`command` with its output appended to the log under `$ shown`, never on the screen."""
     with log.open("a") as out:
-        out.write(f"$ pip {' '.join(args)}\n")
+        out.write(f"$ {' '.join(shown)}\n")
         out.flush()
         try:
-            return subprocess.run([*PIP, *args], cwd=cwd, stdout=out, stderr=subprocess.STDOUT, text=True,
+            return subprocess.run(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, text=True,
                                   check=False, timeout=TIMEOUT_S)
         except subprocess.TimeoutExpired:
-            raise Failed(f"pip {args[0]} did not end within {TIMEOUT_S // 60} min (the package index hung?): "
+            raise Failed(f"{' '.join(shown[:2])} did not end within {TIMEOUT_S // 60} min (the package index hung?): "
                          f"check that it answers (`pip config list` names it) and run ./dev again") from None
+
+
+def pip(log: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """pip, logged."""
+    return logged(log, ["pip", *args], [*PIP, *args], cwd=cwd)
 
 
 def pip_error(log: Path) -> str:
@@ -126,19 +131,15 @@ def by_uv(log: Path, lock: Path, *, cwd: Path) -> bool:
     if pip(log, "install", "--require-hashes", "--no-deps", "--only-binary", ":all:", "-r", str(pinned),
            cwd=cwd).returncode:
         return False
-    uv = Path(sys.prefix) / "bin" / "uv"
-    command = [str(uv), "pip", "install", "--python", sys.executable, "--require-hashes", "--no-deps",
-               "--only-binary", ":all:", "--compile-bytecode", "-r", str(lock)]
-    with log.open("a") as out:
-        out.write(f"$ uv {' '.join(command[1:])}\n")
-        out.flush()
-        try:
-            done = subprocess.run(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, text=True, check=False,
-                                  timeout=TIMEOUT_S)
-        except (OSError, subprocess.TimeoutExpired) as exc:
+    args = ["pip", "install", "--python", sys.executable, "--require-hashes", "--no-deps", "--only-binary", ":all:",
+            "--compile-bytecode", "-r", str(lock)]
+    try:
+        done = logged(log, ["uv", *args], [str(Path(sys.prefix) / "bin" / "uv"), *args], cwd=cwd)
+    except OSError as exc:  # the uv just installed does not run here
+        with log.open("a") as out:
             out.write(f"uv: {exc}\n")
-            return False
-    if done.returncode:
+        done = None
+    if done is None or done.returncode:
         print(f"dev: uv could not install {check_lock.LOCK} (its output: {log}); pip installs it instead",
               file=sys.stderr)
         return False

@@ -20,21 +20,18 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from foundation.outcome import NOT_THE_MODELS, FailureClass
+from foundation.outcome import NOT_THE_MODELS, UNSCORED, FailureClass
 from orchestrator.report.stats import mean, wilson_interval
-from orchestrator.store.results import UNSCORED_CLASSES, Episode
+from orchestrator.store.results import Episode
 
 FAILURE_CLASSES: tuple[str, ...] = tuple(FailureClass)
-# Failures after which an episode's reward keys are no trial's valid reward (Harbor leaves such trials
-# out); a model's failure is the model's 0.
-FAILED_TRIAL = tuple(c for c in FailureClass if c in NOT_THE_MODELS)
 Cell = tuple[str, str, str]  # (model, strategy, task_set)
 
 
 @dataclass(frozen=True)
 class KeyMeans:
-    """The mean of each reward key over a cell's scored episodes: those neither failed (FAILED_TRIAL)
-    nor cut by the budget."""
+    """The mean of each reward key over a cell's scored episodes: those neither failed but by the
+    model's fault (NOT_THE_MODELS: Harbor leaves such trials out) nor cut by the budget."""
 
     episodes: int  # the scored episodes
     means: dict[str, float | None]  # key -> its mean, `reward` first; None when no episode is scored
@@ -86,7 +83,7 @@ def summarize(cell: Cell, episodes: list[Episode]) -> CellSummary:
     successes = sum(e.success for e in done)
     low, high = wilson_interval(successes, len(done))
     priced = [e.cost_usd for e in episodes if e.cost_usd is not None]
-    failures = {name: sum(e.failure_class == name for e in (episodes if name in UNSCORED_CLASSES else done))
+    failures = {name: sum(e.failure_class == name for e in (episodes if name in UNSCORED else done))
                 for name in FAILURE_CLASSES}
     return CellSummary(
         *cell, episodes=len(done), cut=sum(e.cut_by_budget for e in episodes), successes=successes, ci_low=low, ci_high=high,
@@ -104,7 +101,7 @@ def key_means(episodes: list[Episode]) -> KeyMeans | None:
     keys = key_order({key for e in episodes for key in e.reward_keys})
     if keys in ([], ["reward"]):
         return None
-    scored = [e for e in episodes if not e.cut_by_budget and e.failure_class not in FAILED_TRIAL]
+    scored = [e for e in episodes if not e.cut_by_budget and e.failure_class not in NOT_THE_MODELS]
     return KeyMeans(len(scored), {key: mean([e.reward_keys.get(key, 0.0) for e in scored]) for key in keys})
 
 

@@ -20,10 +20,6 @@ from orchestrator.store.records import EpisodeKey, Keyed
 from orchestrator.store.reader import database_path, has, read_only
 from tasks.harbor import KIND as HARBOR
 
-# The failure classes of an episode whose reward is unknown, never the model's 0: its task's verifier
-# gave none, or needed the internet the container did not have.
-UNSCORED_CLASSES = UNSCORED
-
 
 @dataclass(frozen=True)
 class Run:
@@ -74,7 +70,7 @@ class Episode(Keyed):
         """Its reward is unknown, never the model's 0: cut by the budget, or its task's verifier gave
         no reward (a Harbor task's tests timed out, could not start, wrote no reward, or needed the
         internet)."""
-        return self.cut_by_budget or self.failure_class in UNSCORED_CLASSES
+        return self.cut_by_budget or self.failure_class in UNSCORED
 
 
 @dataclass(frozen=True)

@@ -74,7 +74,8 @@ class EpisodeRunner:
                     log.info("episode_rerun_after_engine_outage", task=episode.task.id, model=episode.model,
                              error=_line(exc))
                 elif isinstance(exc, EpisodeTimedOut):
-                    return self._failed(record, Status.TIMEOUT, FailureClass.TASK, f"the episode took longer than {exc.args[0]:g} s")
+                    took = f"the episode took longer than {exc.args[0]:g} s"
+                    return self._failed(record, Status.TIMEOUT, FailureClass.TASK, took)
                 elif counted >= self.retries:
                     return self._failed(record, Status.INFRA_ERROR, FailureClass.INFRA, exc)
                 else:
@@ -128,7 +129,8 @@ class EpisodeRunner:
         _fill(record, outcome, failure)
 
     @staticmethod
-    def _failed(record: EpisodeRecord, status: Status, failure_class: FailureClass, error: BaseException | str) -> EpisodeRecord:
+    def _failed(record: EpisodeRecord, status: Status, failure_class: FailureClass,
+                error: BaseException | str) -> EpisodeRecord:
         record.status, record.failure_class = status, failure_class
         record.error = error if isinstance(error, str) else _line(error)
         record.finished_at = time.time()
