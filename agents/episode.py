@@ -1,23 +1,50 @@
-"""The episode's entry point: a strategy's run, then what the kind asks at the end.
+"""One episode, as every command plays it: the environment leased, the strategy (or your agent)
+played, what the kind asks at the end submitted, the scoring failure read, the lease ended.
 
-    outcome = await play(get_strategy("try_again"), env, task, model, max_turns=10)
+    played = await run_episode(site_lease, get_strategy("try_again"), task, model, max_turns=10)
 
-The sweep's runner calls it; the strategies (`agents/strategies/`, their shared parts in
-`turns.py`) never call back into it.
+The sweep's runner (orchestrator/sweep/runner.py, which records it and re-runs infrastructure
+failures), `tasks check` (the `gold` and `nop` agents), `validate` (`gold`) and nightly's gate
+(a sweep of the oracle) all play episodes here; the strategies (`agents/strategies/`) never call
+back into it.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+import contextlib
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from agents.base import EpisodeOutcome, Model, Strategy, Turn
-from environments.base import EpisodeEnvironment
+from environments.base import EpisodeEnvironment, ScoringFailed
 from environments.kind import kind_spec
 from foundation.outcome import STOPPED, Status
+from foundation.timeline import Timeline
 
 if TYPE_CHECKING:
     from tasks import Task
+
+
+@dataclass
+class Played:
+    outcome: EpisodeOutcome
+    failure: ScoringFailed | None  # why the environment could not score it (a verifier's error, a timeout)
+
+
+async def run_episode(lease: AbstractAsyncContextManager[EpisodeEnvironment], strategy: Strategy, task: Task,
+                      model: Model, *, max_turns: int, timeline: Timeline | None = None,
+                      before_release: Callable[[EpisodeEnvironment], Awaitable[None]] | None = None) -> Played:
+    """Lease an environment (`lease`: the site's, or `make_environment`'s), play the episode in it
+    (its calls, actions and scorings on `timeline`, if given), and, before the lease ends, let
+    `before_release` read what the container holds (a verifier's files)."""
+    async with lease as env:
+        with timeline.current() if timeline is not None else contextlib.nullcontext():
+            outcome = await play(strategy, env, task, model, max_turns=max_turns)
+        if before_release is not None:
+            await before_release(env)
+        return Played(outcome, env.failure)
 
 
 async def play(strategy: Strategy, env: EpisodeEnvironment, task: Task, model: Model, *, max_turns: int) -> EpisodeOutcome:

@@ -57,6 +57,7 @@ from environments.base import (ACTION_EXECUTED, ScoringFailed, Skill, StepResult
 from environments.kind import KindSpec, register
 from environments.workspace import WorkspaceEnv, describe, json_safe
 from foundation.sandbox import Sandbox, TooLarge, files_tar
+from foundation.timeline import span
 from icdriver.users import IMAGE
 from tasks.harbor import KIND
 from tasks.harbor_config import resolve
@@ -273,7 +274,8 @@ class HarborEnv(WorkspaceEnv):
             return await super()._submit(argument)
         self.history.append((f"submit {argument}".strip(), self.observation or ""))
         try:
-            rewards, _ = await self._verify_step()
+            with span("reward"):
+                rewards, _ = await self._verify_step()
             if not _below(rewards, steps[self._step].get("min_reward")):
                 self._step += 1
                 await self._begin_step()

@@ -60,6 +60,7 @@ class Timeline:
     _calls: int = 0
     _taken: int = 0  # spans already given to a turn
     _last_call: int | None = None
+    running: Kind | None = None  # what the episode is doing now, if inside a span (`tasks check` shows it)
 
     @contextmanager
     def current(self) -> Iterator[Timeline]:
@@ -98,10 +99,12 @@ def span(kind: Kind) -> Iterator[None]:
     if timeline is None:
         yield
         return
-    start = time.time()
+    start, before = time.time(), timeline.running
+    timeline.running = kind
     try:
         yield
     finally:
+        timeline.running = before
         timeline.add(Span(kind, start - timeline.origin, time.time() - start))
 
 

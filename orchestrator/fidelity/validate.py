@@ -1,9 +1,11 @@
 """Gold validation: run every task's gold solution and report who gets 1.0 (the command is
 orchestrator/fidelity/validate_cli.py).
 
-Bash and SQL: the gold command, then `submit`. Python: the gold code, then `submit <its function>`.
-CTF: `submit <the flag>` in the task's directory (which checks that the task can start offline).
-Tasks that can't run offline are listed as unavailable, with the reason, not as failures.
+Each task's gold is played by the `gold` agent (agents/strategies/gold.py) in an episode of its own,
+as a sweep plays one (agents/episode.py): Bash and SQL, the gold command, then `submit`; Python,
+the gold code, then `submit <its function>`; CTF, `submit <the flag>` in the task's directory
+(which checks that the task can start offline). Tasks that can't run offline are listed as
+unavailable, with the reason, not as failures.
 """
 
 from __future__ import annotations
@@ -14,10 +16,13 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents.base import get_strategy
+from agents.episode import run_episode
+from agents.models import OracleModel
 from environments import make_environment
 from environments.base import TaskUnavailable
-from environments.kind import gold_actions
 from environments.runtime import Runtime
+from foundation.concurrency import all_of
 from tasks import Task
 
 
@@ -26,38 +31,31 @@ class GoldOutcome:
     task: str
     reward: float | None
     status: str  # "pass", "fail", "unavailable", "error"
-    detail: dict[str, Any] = field(default_factory=dict)
+    detail: dict[str, Any] = field(default_factory=dict)  # the reward's parts (the last turn's), or the reason
 
 
 async def validate_all(runtime: Runtime, kind: str, tasks: list[Task], concurrency: int) -> list[GoldOutcome]:
-    queue: asyncio.Queue[Task] = asyncio.Queue()
-    for task in tasks:
-        queue.put_nowait(task)
-    outcomes: dict[str, GoldOutcome] = {}
+    """Each task's gold played (`concurrency` at once), in the tasks' order."""
+    gate = asyncio.Semaphore(max(concurrency, 1))
 
-    async def worker() -> None:
-        async with make_environment(kind, runtime) as env:
-            while not queue.empty():
-                task = queue.get_nowait()
-                outcomes[task.id] = await validate_one(env, task)
+    async def one(task: Task) -> GoldOutcome:
+        async with gate:
+            return await validate_one(runtime, kind, task)
 
-    async with asyncio.TaskGroup() as group:
-        for _ in range(min(concurrency, len(tasks))):
-            group.create_task(worker())
-    return [outcomes[task.id] for task in tasks]
+    return await all_of(one(task) for task in tasks)
 
 
-async def validate_one(env: Any, task: Task) -> GoldOutcome:
+async def validate_one(runtime: Runtime, kind: str, task: Task) -> GoldOutcome:
+    """The `gold` agent's episode of `task` (agents/episode.py, as a sweep plays one)."""
     try:
-        await env.reset(task)
+        played = await run_episode(make_environment(kind, runtime), get_strategy("gold"), task, OracleModel(),
+                                   max_turns=1)
     except TaskUnavailable as exc:
         return GoldOutcome(task.id, None, "unavailable", {"reason": str(exc).split(": ", 1)[-1]})
-    step = None
-    for action in gold_actions(task):
-        step = await env.step(action)
-    assert step is not None
-    detail = {k: v for k, v in step.info.items() if k not in ("action_executed",)}
-    return GoldOutcome(task.id, step.reward, "pass" if step.reward == 1 else "fail", detail)
+    if played.failure is not None:
+        return GoldOutcome(task.id, None, "error", {"reason": str(played.failure)})
+    last = played.outcome.turns[-1]
+    return GoldOutcome(task.id, last.reward, "pass" if last.reward == 1 else "fail", last.breakdown or {})
 
 
 def report(outcomes: list[GoldOutcome], tasks: list[Task], seconds: float) -> None:
@@ -78,8 +76,6 @@ def report(outcomes: list[GoldOutcome], tasks: list[Task], seconds: float) -> No
 
 def _why(outcome: GoldOutcome) -> str:
     d = outcome.detail
-    if outcome.status == "unavailable":
-        return str(d.get("reason", ""))
-    parts = [f"{k}={d[k]}" for k in ("file_diff", "file_changes", "answer_similarity", "diff_miss", "diff_extra")
-             if k in d]
-    return "; ".join(parts) or json.dumps(d, default=str)[:200]
+    if "reason" in d:
+        return str(d["reason"])
+    return json.dumps(d, default=str)[:300]

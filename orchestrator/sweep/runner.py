@@ -18,15 +18,16 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 
 import aiodocker
 import aiohttp
 import structlog
 
 from agents.base import EpisodeOutcome, Turn, get_strategy
-from agents.episode import play
-from environments.base import ScoringFailed, TaskUnavailable
+from agents.episode import run_episode
+from environments.base import EpisodeEnvironment, ScoringFailed, TaskUnavailable
 from environments.kind import kind_spec
 from foundation.errors import SandboxError, UserError
 from foundation.outcome import FailureClass, Status
@@ -112,21 +113,25 @@ class EpisodeRunner:
         calls: list[LLMCall] = record.calls
         record.transcript = Transcript() if self.models.config.transcripts else None
         model = self.models.for_episode(episode.model, calls, record.transcript)
-        strategy = get_strategy(episode.strategy)
         limit = self.time_limit(episode.task)
         deadline = asyncio.timeout(limit)
         try:
-            async with deadline:
-                async with self.site.environment(episode.task, avoid) as placed:
-                    record.host, record.image_digest = placed.host, placed.image_digest
-                    with Timeline(record.started_at).current():  # this attempt's calls, actions and scorings
-                        outcome = await play(strategy, placed.env, episode.task, model, max_turns=record.max_turns)
-                    failure = placed.env.failure
+            async with deadline:  # this attempt's calls, actions and scorings on its timeline
+                played = await run_episode(self._placed(episode.task, avoid, record), get_strategy(episode.strategy),
+                                           episode.task, model, max_turns=record.max_turns,
+                                           timeline=Timeline(record.started_at))
         except TimeoutError:
             if deadline.expired():
                 raise EpisodeTimedOut(limit) from None
             raise
-        _fill(record, outcome, failure)
+        _fill(record, played.outcome, played.failure)
+
+    @asynccontextmanager
+    async def _placed(self, task: Task, avoid: frozenset[str], record: EpisodeRecord) -> AsyncIterator[EpisodeEnvironment]:
+        """The site's environment for `task`, its host and image noted in the record."""
+        async with self.site.environment(task, avoid) as placed:
+            record.host, record.image_digest = placed.host, placed.image_digest
+            yield placed.env
 
     @staticmethod
     def _failed(record: EpisodeRecord, status: Status, failure_class: FailureClass,

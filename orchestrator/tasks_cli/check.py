@@ -21,19 +21,21 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agents.base import Turn, get_strategy
+from agents.episode import run_episode
+from agents.models import OracleModel
 from environments import make_environment
-from environments.base import StepResult, TaskUnavailable, VerifierTimedOut
+from environments.base import EpisodeEnvironment, TaskUnavailable, VerifierTimedOut
 from environments.harbor import SOLVE_FAILED, HarborEnv
-from environments.kind import gold_actions
 from environments.runtime import Runtime
 from foundation.concurrency import TaskOwner, all_of
 from foundation.settings import cache_dir
+from foundation.timeline import Timeline
 from orchestrator.images.engine_build import Line
 from orchestrator.images.ensure import ensure_each
 from orchestrator.tasksets.resolve import TaskSet
 from tasks import Task
 
-NOTHING = ["submit"]  # the agent that does nothing
 TICK = 15.0  # seconds between progress lines while tasks run
 KEPT = ("test-stdout.txt", "reward.txt", "reward.json")  # what a verifier leaves in /logs/verifier
 SHOWN = 3  # last lines of a script's output in a task's line
@@ -74,17 +76,17 @@ class Checker:
 
     def __init__(self, runtime: Runtime, kept: Path, say: Say, tick: float = TICK) -> None:
         self.runtime, self.kept, self.say, self.every = runtime, kept, say, tick
-        self.running: dict[str, tuple[str, float]] = {}  # task -> (what it runs, since when)
+        self.running: dict[str, tuple[str, Timeline]] = {}  # task -> (the agent it runs, its episode's timeline)
 
     async def check(self, task: Task) -> Check:
         """The oracle's reward and the idle agent's, and what is wrong with them ("" when nothing)."""
         start = time.monotonic()
-        oracle = await self._episode(task, "oracle", gold_actions(task))
+        oracle = await self._episode(task, "oracle")
         if oracle.timed_out:
             self.running.pop(task.id, None)
             return _verdict(task, Check(task, None, None, f"the oracle's episode: {oracle.problem} (doing nothing: not "
                                         "run, its verifier would time out too)", time.monotonic() - start))
-        nothing = await self._episode(task, "nothing", NOTHING)
+        nothing = await self._episode(task, "nothing")
         self.running.pop(task.id, None)
         problem = ""
         if oracle.problem:
@@ -97,29 +99,27 @@ class Checker:
             problem = "doing nothing scores 1: the reward (or test.sh) passes a task that is not done"
         return _verdict(task, Check(task, oracle.reward, nothing.reward, problem, time.monotonic() - start))
 
-    async def _episode(self, task: Task, agent: str, actions: list[str]) -> Run:
-        """Run `actions` (one a turn, then `submit` while the episode is still open: once, or once
-        per step left) in a fresh episode; its reward, and why it could not be scored."""
-        self.running[task.id] = (agent, time.monotonic())
+    async def _episode(self, task: Task, agent: str) -> Run:
+        """The `gold` agent's episode ("oracle") or the `nop` agent's ("nothing"), as a sweep plays
+        one (agents/episode.py: every step left submitted); its reward, and why it could not be scored."""
+        timeline, files = Timeline(), {}
+        self.running[task.id] = (agent, timeline)
+
+        async def keep(env: EpisodeEnvironment) -> None:  # before the lease ends
+            files.update(await _verifier_files(env))
+
         try:
-            async with make_environment(task.env, self.runtime) as env:
-                await env.reset(task, multi_turn=True)
-                steps: list[tuple[str, StepResult]] = []
-                for action in actions:
-                    if env.done:
-                        break
-                    self.running[task.id] = (f"{agent}: the verifier" if action == "submit" else agent, time.monotonic())
-                    steps.append((action, await env.step(action)))
-                while not env.done:  # a multi-step task's steps left are submitted each in turn
-                    self.running[task.id] = (f"{agent}: the verifier", time.monotonic())
-                    steps.append(("submit", await env.step("submit")))
-                files = {**await _verifier_files(env), "steps.txt": _transcript(steps)}
-                self._keep(task, agent, files)
-                if env.failure is not None:
-                    return Run(None, str(env.failure), isinstance(env.failure, VerifierTimedOut), files=files)
-                return Run(steps[-1][1].reward, "", cause=_cause(steps), files=files)
+            played = await run_episode(make_environment(task.env, self.runtime),
+                                       get_strategy("gold" if agent == "oracle" else "nop"), task, OracleModel(),
+                                       max_turns=1, timeline=timeline, before_release=keep)
         except TaskUnavailable as exc:
             return Run(None, str(exc))
+        turns = played.outcome.turns
+        files["steps.txt"] = _transcript(turns)
+        self._keep(task, agent, files)
+        if played.failure is not None:
+            return Run(None, str(played.failure), isinstance(played.failure, VerifierTimedOut), files=files)
+        return Run(turns[-1].reward, "", cause=_cause(turns), files=files)
 
     def _keep(self, task: Task, agent: str, files: dict[str, str]) -> None:
         folder = self.kept / _slug(task.name or str(task.index)) / agent
@@ -131,8 +131,7 @@ class Checker:
         """Every few seconds (TICK), what each running task is doing and for how long."""
         while True:
             await asyncio.sleep(self.every)
-            now = time.monotonic()
-            doing = [f"{task.split('/', 1)[-1]}: {what} {now - since:.0f} s" for task, (what, since) in self.running.items()]
+            doing = [f"{task.split('/', 1)[-1]}: {_doing(agent, timeline)}" for task, (agent, timeline) in self.running.items()]
             if doing:
                 self.say(f"... running: {'; '.join(doing)}")
 
@@ -185,6 +184,12 @@ def _verdict(task: Task, check: Check) -> Check:
     return Check(check.task, check.oracle, check.nothing, problem, check.seconds, verdict)
 
 
+def _doing(agent: str, timeline: Timeline) -> str:
+    """What an episode does now, and since when: the agent, or its verifier, running so long."""
+    what = f"{agent}: the verifier" if timeline.running == "reward" else agent
+    return f"{what} {time.time() - timeline.origin:.0f} s"
+
+
 async def _verifier_files(env: object) -> dict[str, str]:
     """What the verifier left in /logs/verifier (a Harbor task's), read before the lease ends."""
     if not isinstance(env, HarborEnv) or env.sandbox is None:
@@ -197,19 +202,19 @@ async def _verifier_files(env: object) -> dict[str, str]:
     return found
 
 
-def _cause(steps: list[tuple[str, StepResult]]) -> str:
+def _cause(turns: list[Turn]) -> str:
     """Why an episode scored below 1, in the scripts' own words: solve.sh's exit status and last
     lines when it failed, and the verifier's (or the last action's) last lines."""
     parts = []
-    for _, step in steps:
-        found = re.search(re.escape(SOLVE_FAILED) + r" (\d+)\]", step.observation)
+    for turn in turns:
+        found = re.search(re.escape(SOLVE_FAILED) + r" (\d+)\]", turn.observation)
         if found:
-            before = step.observation[: found.start()]
-            parts.append(f"solve.sh exited {found.group(1)}: {_last_lines(before)}")
-    if steps:
-        output = str(steps[-1][1].info.get("verifier_output", steps[-1][1].observation))
-        parts.append(f"{'the verifier' if 'verifier_output' in steps[-1][1].info else 'the last action'}: "
-                     f"{_last_lines(output)}")
+            parts.append(f"solve.sh exited {found.group(1)}: {_last_lines(turn.observation[: found.start()])}")
+    if turns:
+        last = turns[-1]
+        verifier = last.action == "submit" and last.observation.startswith("Verifier")
+        output = last.observation.split("\n", 1)[1] if verifier and "\n" in last.observation else last.observation
+        parts.append(f"{'the verifier' if verifier else 'the last action'}: {_last_lines(output)}")
     return "; ".join(parts)
 
 
@@ -218,8 +223,8 @@ def _last_lines(text: str) -> str:
     return " | ".join(line[:160] for line in lines[-SHOWN:]) if lines else "(no output)"
 
 
-def _transcript(steps: list[tuple[str, StepResult]]) -> str:
-    return "".join(f"$ {_short(action)}\n{step.observation}\n(reward {step.reward:g})\n\n" for action, step in steps)
+def _transcript(turns: list[Turn]) -> str:
+    return "".join(f"$ {_short(turn.action or '')}\n{turn.observation}\n(reward {turn.reward:g})\n\n" for turn in turns)
 
 
 def _short(action: str) -> str:

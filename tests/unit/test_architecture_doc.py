@@ -105,19 +105,19 @@ def test_a_path_that_stops_resolving_fails_and_so_does_a_walk_that_goes_back():
         modules_of(walk(text.replace("`orchestrator.sweep.levels.run_sweep`", "`orchestrator.sweep.scheduler.run_sweep`")))
     steps = walk(text)
     assert revisits(steps + [["orchestrator.sweep.levels.run_sweep"]]) == ["orchestrator.sweep.levels comes back in the walk"]
-    # the episode's entry point before the runner: the runner then calls `play`, of a step before it
+    # the episode function before the runner: the runner then calls `run_episode`, of a step before it
     index = {paths[0]: n for n, paths in enumerate(steps)}
-    runner, episode = index["orchestrator.sweep.runner.EpisodeRunner.run"], index["agents.episode.play"]
+    runner, episode = index["orchestrator.sweep.runner.EpisodeRunner.run"], index["agents.episode.run_episode"]
     assert episode == runner + 1
     swapped = steps[:runner] + [steps[episode], steps[runner]] + steps[episode + 1:]
     assert [line for line in calls_back(swapped) if line.startswith("orchestrator.sweep.runner")] == [
-        f"orchestrator.sweep.runner:{line} calls agents.episode.play" for line in play_calls()]
+        f"orchestrator.sweep.runner:{line} calls agents.episode.run_episode" for line in episode_calls()]
 
 
-def play_calls() -> list[int]:
+def episode_calls() -> list[int]:
     tree = ast.parse((PROJECT_ROOT / "orchestrator" / "sweep" / "runner.py").read_text())
     return [node.lineno for node in ast.walk(tree)
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "play"]
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "run_episode"]
 
 
 def test_the_drawing_names_every_part_of_the_contract():
