@@ -40,11 +40,14 @@ def is_service(image: str) -> bool:
     return image == "intercode/sql" or image.startswith("intercode/sql-")
 
 
+PLAIN_POOL = ImagePoolConfig(min_idle=0, max_size=16)  # an image of an agent's containers, unless its tasks ask more
+
+
 def default_pool_config(image: str) -> ImagePoolConfig:
     if is_service(image):  # a database server: reachable from the host, reset by its own means
         return ImagePoolConfig(min_idle=0, max_size=1, reset=False, check_changes=False, keeper=False,
                                hardening=Hardening(network=True, memory_mb=2048, cpus=2.0, pids=2048))  # a thread per connection
-    return ImagePoolConfig(min_idle=0, max_size=16)
+    return PLAIN_POOL
 
 
 POOL_KEYS = ("entrypoint", "services")  # what a task needs of its pool itself, not of its containers' confinement
@@ -98,11 +101,7 @@ class Runtime:
         watching; an engine error is then only the episode's). `engine_timeout`: seconds an engine
         call may take; past it the engine is taken for hung (watched: an outage until it makes a
         container again)."""
-        configs = dict(images or {})
         watches: list[EngineWatch] = []  # the watch, once it runs: told of every call that stalled
-
-        def config_for(image: str) -> ImagePoolConfig:
-            return configs.get(image) or default_pool_config(image)
 
         def stalled(reason: str) -> None:
             for watch in watches:
@@ -111,7 +110,9 @@ class Runtime:
         settings = EngineSettings(call_timeout=engine_timeout, on_stall=stalled)
         with engine_settings(settings):
             async with engine() as docker:
-                async with Pool(docker, {}, run_id=run_id, limits=limits, default_config=config_for) as pool:
+                async with Pool(docker, {}, run_id=run_id, limits=limits, default_config=PLAIN_POOL) as pool:
+                    for image, config in (images or {}).items():  # configured, not yet warmed
+                        pool.configure(image, config)
                     runtime = cls(docker, pool, data_dir=data_dir, reward_mode=reward_mode, gold=GoldCache(gold_dir))
                     runtime.engine_settings = settings
                     async with runtime._stack:
@@ -175,6 +176,12 @@ class Runtime:
         if self.docker is None:
             raise SandboxError(f"{needed_for} needs a Docker engine; this runtime has none (a local sandbox provider)")
         return self.docker
+
+    def configure_service(self, image: str) -> None:
+        """A shared server's pool (a database: reachable from the host, one container, reset by its
+        own means), unless the sweep sized it."""
+        if isinstance(self.pool, Pool):
+            self.pool.configure(image, default_pool_config(image), replace=False)
 
     async def service(self, name: str, start: Callable[[AsyncExitStack], Awaitable[_S]]) -> _S:
         """A shared service (like the SQL server), started once on first use and stopped with the

@@ -285,6 +285,7 @@ async def forget_if_dead(runtime: Runtime, server: SqlServer) -> None:
 async def start_server(runtime: Runtime, image: str, stack: AsyncExitStack, settings: SqlSettings) -> SqlServer:
     """Lease the image's container for the runtime's lifetime, wait until MariaDB answers, and
     create the read-only account."""
+    runtime.configure_service(image)
     sandbox = await stack.enter_async_context(runtime.pool.lease(image))
     host = await _address(runtime.engine_client("the SQL environment"), sandbox)
     await _wait_ready(sandbox, settings.ready_timeout)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,10 +75,16 @@ async def reap_orphans(docker: aiodocker.Docker) -> int:
             continue
         await remove_quietly(docker, container.id)
         reaped += 1
-    networks = await remove_networks(docker, lambda name, labels: not _alive(labels))
+    networks = await remove_networks(docker)
     if reaped or networks:
         log.info("pool.reaped_orphans", count=reaped, networks=networks)
     return reaped
+
+
+def _picked(name: str, labels: dict[str, str], run: str | None, keep: Collection[str]) -> bool:
+    if run is None:
+        return not _alive(labels)
+    return labels.get(RUN) == run and name not in keep
 
 
 def _alive(labels: dict[str, str]) -> bool:
@@ -86,11 +92,12 @@ def _alive(labels: dict[str, str]) -> bool:
     return owner is not None and owner.is_alive()
 
 
-async def remove_networks(docker: aiodocker.Docker, which: Callable[[str, dict[str, str]], bool]) -> int:
-    """Remove the managed networks that `which` picks by name and labels (their containers gone)."""
+async def remove_networks(docker: aiodocker.Docker, *, run: str | None = None, keep: Collection[str] = ()) -> int:
+    """Remove managed networks, their containers gone: run `run`'s but those named in `keep`; with
+    no run, those whose owner is dead."""
     async with engine_call("list the pool networks"):
         found = await docker.networks.list(filters={"label": [MANAGED]})
-    picked = [n["Id"] for n in found if which(n.get("Name", ""), n.get("Labels") or {})]
+    picked = [n["Id"] for n in found if _picked(n.get("Name", ""), n.get("Labels") or {}, run, keep)]
     for network_id in picked:
         await remove_network_quietly(docker, network_id)
     return len(picked)

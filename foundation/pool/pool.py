@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
@@ -54,9 +54,9 @@ class Pool:
 
     def __init__(self, docker: aiodocker.Docker, images: dict[str, ImagePoolConfig] | None = None, *,
                  run_id: str | None = None, limits: ActionLimits | None = None,
-                 default_config: Callable[[str], ImagePoolConfig] | None = None, cpu: CpuGauge | None = None) -> None:
+                 default_config: ImagePoolConfig | None = None, cpu: CpuGauge | None = None) -> None:
         self.docker = docker
-        self.default_config = default_config or (lambda image: ImagePoolConfig())
+        self.default_config = default_config or ImagePoolConfig()  # an image's that was not configured
         self.run_id = run_id or uuid.uuid4().hex[:12]
         self.owner = Owner.me()
         self.limits = limits or ActionLimits()
@@ -98,7 +98,7 @@ class Pool:
     def _pool_for(self, image: str) -> ImagePool:
         pool = self._pools.get(image)
         if pool is None:
-            config = self._configs.setdefault(image, self.default_config(image))
+            config = self._configs.setdefault(image, self.default_config)
             pool = self._pools[image] = ImagePool(self.docker, image, config,
                                                   labels_for(self.owner, self.run_id, image), self.tasks, self.cpu,
                                                   self.disk)
@@ -106,10 +106,11 @@ class Pool:
                 pool.suspend(self._suspended)
         return pool
 
-    def configure(self, image: str, config: ImagePoolConfig) -> None:
+    def configure(self, image: str, config: ImagePoolConfig, *, replace: bool = True) -> None:
         """The containers of `image` made by `config` from now on, instead of the default's (before
-        its first lease: the pool of an image that served keeps its config)."""
-        if image not in self._pools:
+        its first lease: the pool of an image that served keeps its config). `replace=False`: only
+        for an image that has none yet."""
+        if image not in self._pools and (replace or image not in self._configs):
             self._configs[image] = config
 
     @asynccontextmanager
@@ -257,8 +258,7 @@ class Pool:
         if not failed:  # the networks of groups the pool no longer holds (their containers are gone now)
             networks = {m.group.network for pool in self._pools.values() for m in pool.members.values() if m.group}
             try:
-                await remove_networks(self.docker, lambda name, labels: labels.get(RUN) == self.run_id
-                                      and name not in networks)
+                await remove_networks(self.docker, run=self.run_id, keep=networks)
             except SandboxError as exc:
                 failed.append(exc)
         if failed:  # still labelled: the next listing (a recovery, the close) or the next start finds them
