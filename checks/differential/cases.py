@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.fidelity.trajectories import Episode, TaskFinder, read_episodes
+from orchestrator.fidelity.trajectories import RecordedEpisode, TaskFinder, read_episodes
 from tasks import DATASETS, Task, load_tasks
 
 # The retry messages of the original's prompt templates: the harness ran nothing on such a turn.
@@ -78,7 +78,7 @@ def recording_suites(kind: str, data_dir: Path, limit: int | None) -> list[Suite
     return suites
 
 
-def _recorded(finder: TaskFinder, episode: Episode) -> Case | None:
+def _recorded(finder: TaskFinder, episode: RecordedEpisode) -> Case | None:
     task = finder.find(episode)
     if task is None or task.meta.get("unavailable"):
         return None

@@ -15,7 +15,7 @@ from environments.kind import kind_spec
 from foundation.errors import ConfigError
 from orchestrator.fidelity.replay import lifecycle
 from orchestrator.fidelity.replayed_turn import TurnResult
-from orchestrator.fidelity.trajectories import Episode, shown
+from orchestrator.fidelity.trajectories import RecordedEpisode, shown
 from tasks import Task
 
 ONE = 1 - 1e-9
@@ -23,7 +23,7 @@ NAMES = {"file_changes": "file changes", "file_contents": "file contents", "outp
 WIDTH = 100  # characters of an action or an observation's line shown
 
 
-def pick(episodes: list[Episode], wanted: str) -> list[Episode]:
+def pick(episodes: list[RecordedEpisode], wanted: str) -> list[RecordedEpisode]:
     """The episodes to replay to explain episode `wanted` (its key in the file, or its task id):
     in a file replayed in the original's containers, every episode up to it (their history is its
     world); else it alone. ConfigError when the file has no such episode."""
@@ -36,7 +36,7 @@ def pick(episodes: list[Episode], wanted: str) -> list[Episode]:
                       "give an episode's key or task id")
 
 
-def explain(episode: Episode, results: list[TurnResult], task: Task | None, before: int = 0) -> list[str]:
+def explain(episode: RecordedEpisode, results: list[TurnResult], task: Task | None, before: int = 0) -> list[str]:
     """The episode's turns side by side, as lines of text; `before`: how many episodes of its file
     were replayed ahead of it, in the same containers."""
     turns = [r for r in results if r.episode == episode.key]

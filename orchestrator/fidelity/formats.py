@@ -37,7 +37,7 @@ from orchestrator.fidelity.trajectories import (
     PLAN_SOLVE,
     REACT,
     BadEpisode,
-    Episode,
+    RecordedEpisode,
     RecordedTurn,
     file_label,
     history_episodes,
@@ -59,7 +59,7 @@ KNOWN = ("a JSON object keyed by episode, each with a turn_history (eval_n_turn.
          "{query_idx, query, gold, reward, trajectory} (one, or an array or object of them)")
 
 
-def read_recording(path: Path) -> list[Episode]:
+def read_recording(path: Path) -> list[RecordedEpisode]:
     """The episodes of a file of any known format, each marked with its format and strategy;
     one-line ConfigError for a file in none of them."""
     raw = load_json(path)
@@ -111,7 +111,7 @@ def _n_turn_strategy(value: Any) -> str:
     return SINGLE if isinstance(summary, dict) and summary.get("turns_max") == 1 else TRY_AGAIN
 
 
-def _plan_solve(path: Path, raw: dict[str, Any]) -> list[Episode]:
+def _plan_solve(path: Path, raw: dict[str, Any]) -> list[RecordedEpisode]:
     flat = not (isinstance(raw.get("meta"), dict) and isinstance(raw.get("logs"), dict))
     meta, logs = ({}, raw) if flat else (raw["meta"], raw["logs"])
     episodes = [_with_plan(e, v) for e, v in zip(history_episodes(path, logs, PLAN_SOLVE), logs.values())]
@@ -122,7 +122,7 @@ def _plan_solve(path: Path, raw: dict[str, Any]) -> list[Episode]:
     return [replace(e, strategy=REFINE if refine else PLAN_AND_SOLVE) for e in episodes]
 
 
-def _with_plan(episode: Episode, value: Any) -> Episode:
+def _with_plan(episode: RecordedEpisode, value: Any) -> RecordedEpisode:
     """The episode with its plan's length; a bad one when its steps can't be the plan of its turns."""
     if episode.bad:
         return episode
@@ -133,7 +133,7 @@ def _with_plan(episode: Episode, value: Any) -> Episode:
     return replace(episode, plan_steps=len(steps))
 
 
-def _human(path: Path, raw: dict[str, Any] | list[Any]) -> list[Episode]:
+def _human(path: Path, raw: dict[str, Any] | list[Any]) -> list[RecordedEpisode]:
     if isinstance(raw, dict) and _is_record(raw):  # one record per file, as the environment saved it
         items: list[tuple[str, Any]] = [(str(raw.get("query_idx", 0)), raw)]
     elif isinstance(raw, list):
@@ -143,18 +143,18 @@ def _human(path: Path, raw: dict[str, Any] | list[Any]) -> list[Episode]:
     return with_file_kind([_human_episode(path, key, record) for key, record in items])
 
 
-def _human_episode(path: Path, key: str, record: dict[str, Any]) -> Episode:
+def _human_episode(path: Path, key: str, record: dict[str, Any]) -> RecordedEpisode:
     try:
         kind = kind_named(record.get("environment", "ic_sql"))  # the study was of SQL
         reward = reward_value(record.get("reward"))
         query = text_field(record, "query")
         turns = _human_turns(record["trajectory"])
     except BadEpisode as exc:
-        return Episode(key, "", "", record.get("query_idx"), "", exc.turns, str(path), format=HUMAN,
+        return RecordedEpisode(key, "", "", record.get("query_idx"), "", exc.turns, str(path), format=HUMAN,
                        strategy=STRATEGY[HUMAN], bad=str(exc))
     if turns:  # the episode's one reward is its last action's (the submit that saved the record)
         turns[-1] = replace(turns[-1], reward=reward)
-    return Episode(key, kind, "", record.get("query_idx"), query, turns, str(path), format=HUMAN,
+    return RecordedEpisode(key, kind, "", record.get("query_idx"), query, turns, str(path), format=HUMAN,
                    strategy=STRATEGY[HUMAN])
 
 

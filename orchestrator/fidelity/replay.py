@@ -44,7 +44,7 @@ from environments.kind import kind_spec
 from environments.runtime import Runtime
 from foundation.errors import ConfigError, SandboxError
 from orchestrator.fidelity.replayed_turn import OutOfGrammar, TurnResult, replay_turn
-from orchestrator.fidelity.trajectories import Episode, TaskFinder, key_in_file, read_episodes, shown
+from orchestrator.fidelity.trajectories import RecordedEpisode, TaskFinder, key_in_file, read_episodes, shown
 from orchestrator.store.export import HARNESS
 
 __all__ = ["Replayed", "TurnResult", "lifecycle", "replay_all", "replay_recordings", "without_turns"]
@@ -89,7 +89,7 @@ def trajectory_files(files: list[Path], table: Path | None) -> list[Path]:
     return found
 
 
-def read_all(files: list[Path], limit: int | None) -> list[Episode]:
+def read_all(files: list[Path], limit: int | None) -> list[RecordedEpisode]:
     """The episodes of every file; keyed `FILE#KEY` when there are several files."""
     names = Counter(path.name for path in files)
     seen: set[str] = set()
@@ -106,21 +106,21 @@ def read_all(files: list[Path], limit: int | None) -> list[Episode]:
     return episodes
 
 
-async def replay_all(runtime: Runtime, finder: TaskFinder, episodes: list[Episode],
+async def replay_all(runtime: Runtime, finder: TaskFinder, episodes: list[RecordedEpisode],
                      concurrency: int, containers: str = "auto") -> list[TurnResult]:
     """Every replayed turn of `episodes` (see `replay_recordings`)."""
     return (await replay_recordings(runtime, finder, episodes, concurrency, containers)).results
 
 
-async def replay_recordings(runtime: Runtime, finder: TaskFinder, episodes: list[Episode],
+async def replay_recordings(runtime: Runtime, finder: TaskFinder, episodes: list[RecordedEpisode],
                             concurrency: int, containers: str = "auto",
                             on_episode: Callable[[], None] | None = None) -> Replayed:
     """Replay episodes `concurrency` at a time, each worker holding one environment of a kind.
     Bash episodes that get the original's containers (see `lifecycle`) run in their file's order
     through one environment with the original's long-lived, leakily reset containers.
     `on_episode` is called as each episode is replayed (progress)."""
-    queues: dict[str, asyncio.Queue[Episode]] = defaultdict(asyncio.Queue)
-    in_order: dict[str, list[Episode]] = defaultdict(list)
+    queues: dict[str, asyncio.Queue[RecordedEpisode]] = defaultdict(asyncio.Queue)
+    in_order: dict[str, list[RecordedEpisode]] = defaultdict(list)
     out = Replayed()
     for episode in episodes:
         if not episode.turns:  # nothing to replay: no environment for it
@@ -131,11 +131,11 @@ async def replay_recordings(runtime: Runtime, finder: TaskFinder, episodes: list
         else:
             queues[episode.kind].put_nowait(episode)
 
-    async def worker(kind: str, queue: asyncio.Queue[Episode]) -> None:
+    async def worker(kind: str, queue: asyncio.Queue[RecordedEpisode]) -> None:
         await Replayer(lambda: make_environment(kind, runtime), finder, out, history=False,
                        on_episode=on_episode).run(_drain(queue))
 
-    async def in_one_harness(file_episodes: list[Episode]) -> None:
+    async def in_one_harness(file_episodes: list[RecordedEpisode]) -> None:
         await Replayer(lambda: OriginalLifecycleBashEnv(runtime, original_host=True), finder, out, history=True,
                        on_episode=on_episode).run(file_episodes)
 
@@ -151,12 +151,12 @@ async def replay_recordings(runtime: Runtime, finder: TaskFinder, episodes: list
     return out
 
 
-def without_turns(episodes: list[Episode]) -> Replayed:
+def without_turns(episodes: list[RecordedEpisode]) -> Replayed:
     """The replay of episodes none of which has a turn (all bad as read): their lines, no container."""
     return Replayed(bad={e.key: bad_line(e, e.bad) for e in episodes if e.bad})
 
 
-def lifecycle(episode: Episode, containers: str = "auto") -> str:
+def lifecycle(episode: RecordedEpisode, containers: str = "auto") -> str:
     """Which containers a replayed episode gets: "original" or "pristine".
 
     The original's Bash harness kept one agent and one gold container per image for a whole run,
@@ -172,7 +172,7 @@ def lifecycle(episode: Episode, containers: str = "auto") -> str:
     return containers
 
 
-def _drain(queue: asyncio.Queue[Episode]) -> Iterator[Episode]:
+def _drain(queue: asyncio.Queue[RecordedEpisode]) -> Iterator[RecordedEpisode]:
     while not queue.empty():
         yield queue.get_nowait()
 
@@ -191,7 +191,7 @@ class Replayer:
         self.flag = ""  # once set, given to every turn scored after
         self.previous = ""  # the last episode that ran turns in the current environment
 
-    async def run(self, episodes: Iterable[Episode]) -> None:
+    async def run(self, episodes: Iterable[RecordedEpisode]) -> None:
         try:
             for episode in episodes:
                 replay = await self._replay(episode)
@@ -203,7 +203,7 @@ class Replayer:
         finally:
             await self.env.close()
 
-    async def _replay(self, episode: Episode) -> EpisodeReplay:
+    async def _replay(self, episode: RecordedEpisode) -> EpisodeReplay:
         replay = await replay_episode(self.env, self.finder, episode)
         if replay.broken and not replay.at:  # an earlier episode broke the container, or none started
             await self._renew(f"episode {shown(self.previous)}" if self.previous else "", replay.broken)
@@ -228,7 +228,7 @@ class Replayer:
                          f"the recorded reward can't be reproduced ({error})")
 
 
-async def replay_episode(env: Environment, finder: TaskFinder, episode: Episode) -> EpisodeReplay:
+async def replay_episode(env: Environment, finder: TaskFinder, episode: RecordedEpisode) -> EpisodeReplay:
     """The episode's turns replayed; one read as bad (`episode.bad`) as far as it was read soundly."""
     replay = await _replay_turns(env, finder, episode) if episode.turns else EpisodeReplay([])
     if episode.bad and not replay.bad:
@@ -236,7 +236,7 @@ async def replay_episode(env: Environment, finder: TaskFinder, episode: Episode)
     return replay
 
 
-async def _replay_turns(env: Environment, finder: TaskFinder, episode: Episode) -> EpisodeReplay:
+async def _replay_turns(env: Environment, finder: TaskFinder, episode: RecordedEpisode) -> EpisodeReplay:
     task = finder.find(episode)
     if task is None:
         return EpisodeReplay(unscored(episode, NOT_FOUND), bad=bad_line(episode, NOT_FOUND))
@@ -267,12 +267,12 @@ async def _replay_turns(env: Environment, finder: TaskFinder, episode: Episode) 
     return EpisodeReplay(out)
 
 
-def bad_line(episode: Episode, reason: str) -> str:
+def bad_line(episode: RecordedEpisode, reason: str) -> str:
     """One line naming the file and the episode (its key in the file), and why it is bad."""
     return f"{shown(episode.source or 'the recording', 400)}: episode {shown(key_in_file(episode))}: {reason}"
 
 
-def unscored(episode: Episode, reason: str, start: int = 0) -> list[TurnResult]:
+def unscored(episode: RecordedEpisode, reason: str, start: int = 0) -> list[TurnResult]:
     return [TurnResult(episode.key, i, t.action, t.reward, None, False, reason)
             for i, t in enumerate(episode.turns) if i >= start]
 

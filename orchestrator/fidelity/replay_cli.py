@@ -39,13 +39,13 @@ from orchestrator.fidelity.table import (
     success_table,
     table_json,
 )
-from orchestrator.fidelity.trajectories import Episode, TaskFinder
+from orchestrator.fidelity.trajectories import RecordedEpisode, TaskFinder
 from orchestrator.images.ensure import ensure_images
 
 LEFT_OUT = 3  # the exit status when the replay compared turns but left episodes out
 
 
-def images_of(finder: TaskFinder, episodes: list[Episode]) -> list[str]:
+def images_of(finder: TaskFinder, episodes: list[RecordedEpisode]) -> list[str]:
     """The images of the tasks the episodes replay (those found; the others are reported later)."""
     return sorted({task.image for episode in episodes if (task := finder.find(episode)) is not None and task.image})
 
@@ -121,7 +121,7 @@ async def run(args: argparse.Namespace) -> int:
     return exit_status(episodes, runs)
 
 
-def exit_status(episodes: list[Episode], runs: list[Replayed]) -> int:
+def exit_status(episodes: list[RecordedEpisode], runs: list[Replayed]) -> int:
     """0; 1 when no turn could be compared; LEFT_OUT when episodes were left out of the rates."""
     results = [r for replayed in runs for r in replayed.results]
     if not any(r.counted for r in results):
@@ -138,7 +138,7 @@ def exit_status(episodes: list[Episode], runs: list[Replayed]) -> int:
     return 0
 
 
-def left_out_episodes(episodes: list[Episode], replayed: Replayed) -> str:
+def left_out_episodes(episodes: list[RecordedEpisode], replayed: Replayed) -> str:
     """How many episodes the replay left out, "" when none: "3 episodes"."""
     unscored = {r.episode for r in replayed.results if r.ours is None}
     count = len({e.key for e in episodes if e.key in replayed.bad or e.key in unscored})
@@ -194,7 +194,7 @@ def print_contexts(contexts: dict[str, ReplayContext], *, to_stdout: bool) -> No
         print(f"context: {context.describe()}", file=sys.stderr if to_stdout else sys.stdout)
 
 
-def output(args: argparse.Namespace, episodes: list[Episode], runs: list[Replayed]) -> None:
+def output(args: argparse.Namespace, episodes: list[RecordedEpisode], runs: list[Replayed]) -> None:
     """The report (with --table, the success table) of the first run on stdout, the spread between
     runs when there are several, and --json; `--json -` puts the JSON on stdout in their place."""
     replayed = runs[0]

@@ -36,7 +36,7 @@ from environments.file_ages import META, FileAges
 from environments.kind import kind_spec
 from orchestrator.fidelity.evidence import LS_FORM, Dated, dates, paths_listed, paths_missing
 from orchestrator.fidelity.file_systems import FileSystem, load_file_systems
-from orchestrator.fidelity.trajectories import Episode, TaskFinder
+from orchestrator.fidelity.trajectories import RecordedEpisode, TaskFinder
 from tasks import DATASETS, Task
 
 MIN_AGAINST = 3  # observations against the dataset's file system before another is chosen
@@ -108,10 +108,10 @@ def _ns(delta: timedelta) -> int:
     return (delta.days * 86400 + delta.seconds) * 10**9 + delta.microseconds * 1000
 
 
-def infer_contexts(episodes: list[Episode], finder: TaskFinder, data_dir: Path) -> dict[str, ReplayContext]:
-    """The context of every file of NL2Bash episodes, by file (`Episode.source`)."""
+def infer_contexts(episodes: list[RecordedEpisode], finder: TaskFinder, data_dir: Path) -> dict[str, ReplayContext]:
+    """The context of every file of NL2Bash episodes, by file (`RecordedEpisode.source`)."""
     systems = load_file_systems(data_dir)
-    by_file: dict[str, list[Episode]] = defaultdict(list)
+    by_file: dict[str, list[RecordedEpisode]] = defaultdict(list)
     for episode in episodes:
         if kind_spec(episode.kind).harness_history:  # the original's long-lived containers (Bash's)
             by_file[episode.source].append(episode)
@@ -125,7 +125,7 @@ def infer_contexts(episodes: list[Episode], finder: TaskFinder, data_dir: Path) 
     return contexts
 
 
-def _dataset(finder: TaskFinder, episodes: list[Episode]) -> str | None:
+def _dataset(finder: TaskFinder, episodes: list[RecordedEpisode]) -> str | None:
     """The NL2Bash dataset most of the file's tasks come from; None when none does."""
     found = Counter(task.dataset for e in episodes if (task := finder.find_task(e)) is not None)
     named = [name for name, _ in found.most_common() if name.startswith("nl2bash-fs")]

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from agents.base import AnswerStyle, Message
 from agents.models import answer_as
-from orchestrator.fidelity.trajectories import Episode, TaskFinder, read_episodes
+from orchestrator.fidelity.trajectories import RecordedEpisode, TaskFinder, read_episodes
 
 if TYPE_CHECKING:
     from tasks import Task
@@ -29,7 +29,7 @@ class ReplayModel:
         self.name = f"replay:{self.path}"
         self.episodes = read_episodes(self.path)  # ConfigError on a missing or malformed file
         self._finder = TaskFinder(data_dir)
-        self._by_task: dict[str, Episode | None] = {}
+        self._by_task: dict[str, RecordedEpisode | None] = {}
 
     async def complete(self, messages: Sequence[Message], *, task: Task, turn: int,
                        style: AnswerStyle = "fenced") -> str:
@@ -41,7 +41,7 @@ class ReplayModel:
             return answer_as(task, "submit", style, turn)
         return answer_as(task, episode.turns[turn].action, style, turn)
 
-    def _episode_of(self, task: Task) -> Episode | None:
+    def _episode_of(self, task: Task) -> RecordedEpisode | None:
         query = _norm(task.query)
         for episode in self.episodes:
             if episode.kind == task.env and _norm(episode.query) == query:

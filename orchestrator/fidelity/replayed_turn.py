@@ -31,7 +31,7 @@ from agents.strategies.turns import harness_step
 from environments.base import Environment
 from environments.kind import kind_spec
 from agents.strategies.paper_parsing import react_action
-from orchestrator.fidelity.trajectories import BLOCKED, CTF, REACT, Episode, shown
+from orchestrator.fidelity.trajectories import BLOCKED, CTF, REACT, RecordedEpisode, shown
 
 TOLERANCE = 0.01 + 1e-9
 # The retry messages of the original's templates ("No SQL code was found ...", "Format your ...")
@@ -63,7 +63,7 @@ class TurnResult:
         return self.ours is not None and not self.flag
 
 
-async def replay_turn(env: Environment, episode: Episode, index: int, prior: float = 0.0) -> TurnResult:
+async def replay_turn(env: Environment, episode: RecordedEpisode, index: int, prior: float = 0.0) -> TurnResult:
     """Turn `index` of `episode`, replayed and compared; `prior` is our reward of the turn before."""
     turn = episode.turns[index]
     ours, observation, parts = await run_turn(env, episode, index, prior)
@@ -79,7 +79,7 @@ async def replay_turn(env: Environment, episode: Episode, index: int, prior: flo
                       parts=parts)
 
 
-async def run_turn(env: Environment, episode: Episode, index: int,
+async def run_turn(env: Environment, episode: RecordedEpisode, index: int,
                    prior: float) -> tuple[float, str, dict[str, Any] | None]:
     """Our (reward, observation, the reward's parts) for the turn, by the rule of the script that
     recorded it; parts only for a turn that scored."""

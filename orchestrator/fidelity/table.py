@@ -33,7 +33,7 @@ from orchestrator.fidelity.formats import (
     TRY_AGAIN,
 )
 from orchestrator.fidelity.replayed_turn import TurnResult
-from orchestrator.fidelity.trajectories import CTF, HUMAN, REACT, Episode, key_in_file
+from orchestrator.fidelity.trajectories import CTF, HUMAN, REACT, RecordedEpisode, key_in_file
 
 STRATEGIES = (SINGLE, TRY_AGAIN, STRATEGY[REACT], PLAN_AND_SOLVE, REFINE, STRATEGY[CTF], STRATEGY[HUMAN])
 ONE = 1 - 1e-9  # "exactly 1", for rewards that went through float arithmetic
@@ -120,7 +120,7 @@ def model_of(source: str, root: Path | None = None) -> str:
     return found[-1].lower() if found else ""
 
 
-def success_table(episodes: list[Episode], results: list[TurnResult], bad: Iterable[str],
+def success_table(episodes: list[RecordedEpisode], results: list[TurnResult], bad: Iterable[str],
                   root: Path | None = None) -> Table:
     """The cells in the paper's order. `bad`: the keys of the bad episodes; `root`: the directory
     replayed (the models are read from the paths below it)."""
@@ -142,7 +142,7 @@ def success_table(episodes: list[Episode], results: list[TurnResult], bad: Itera
     return [(_total(cell, cells[cell]), cells[cell]) for cell in sorted(cells, key=_order)]
 
 
-def _first_turn_cells(episodes: list[Episode], by_episode: dict[str, list[TurnResult]], bad: set[str],
+def _first_turn_cells(episodes: list[RecordedEpisode], by_episode: dict[str, list[TurnResult]], bad: set[str],
                       cells: dict[tuple[str, str, str], list[Row]], root: Path | None
                       ) -> dict[tuple[str, str, str], list[Row]]:
     """Single cells from the first turns of Try Again runs, where a model and environment have no
@@ -180,7 +180,7 @@ def _order(cell: tuple[str, str, str]) -> tuple[bool, str, int, int, str, str]:
             STRATEGIES.index(strategy) if strategy in STRATEGIES else len(STRATEGIES), env, strategy)
 
 
-def _episode_row(episode: Episode, results: list[TurnResult], bad: bool, single: bool) -> Row:
+def _episode_row(episode: RecordedEpisode, results: list[TurnResult], bad: bool, single: bool) -> Row:
     recorded = _solved([t.reward for t in episode.turns], single)
     left_out = bad or any(r.ours is None for r in results)
     counted = [r for r in results if r.counted]

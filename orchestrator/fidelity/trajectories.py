@@ -58,7 +58,10 @@ class RecordedTurn:
 
 
 @dataclass(frozen=True, slots=True)
-class Episode:
+class RecordedEpisode:
+    """One episode of a recording (the original's trajectories, or a file in one of the formats
+    that `formats.py` reads), as replay and the success table take it."""
+
     key: str
     kind: str
     dataset_path: str
@@ -82,7 +85,7 @@ class BadEpisode(Exception):
         self.turns = turns or []
 
 
-def read_episodes(path: Path) -> list[Episode]:
+def read_episodes(path: Path) -> list[RecordedEpisode]:
     """The episodes of a trajectory file of any of the original's scripts, in the file's order;
     ConfigError (one line) for a file that is not one."""
     from orchestrator.fidelity.formats import (
@@ -92,7 +95,7 @@ def read_episodes(path: Path) -> list[Episode]:
     return read_recording(path)
 
 
-def history_episodes(path: Path, raw: dict[str, Any], fmt: str) -> list[Episode]:
+def history_episodes(path: Path, raw: dict[str, Any], fmt: str) -> list[RecordedEpisode]:
     """The episodes of a JSON object keyed by episode, each with a `turn_history`, as `fmt` wrote
     them; a bad one is marked, and given the kind of the file's other episodes when it names none."""
     if not raw:
@@ -100,7 +103,7 @@ def history_episodes(path: Path, raw: dict[str, Any], fmt: str) -> list[Episode]
     return with_file_kind([history_episode(path, key, value, fmt) for key, value in raw.items()])
 
 
-def with_file_kind(episodes: list[Episode]) -> list[Episode]:
+def with_file_kind(episodes: list[RecordedEpisode]) -> list[RecordedEpisode]:
     """Bad episodes without a kind of their own take the file's most common one (for the table's row)."""
     kinds = Counter(e.kind for e in episodes if e.kind)
     if not kinds or all(e.kind for e in episodes):
@@ -118,7 +121,7 @@ def shown(value: object, limit: int = 100) -> str:
     return repr(text[:limit]) + ("..." if len(text) > limit else "")
 
 
-def key_in_file(episode: Episode) -> str:
+def key_in_file(episode: RecordedEpisode) -> str:
     """The episode's key in its file (a replay of several files keys them `FILE#KEY`)."""
     key = episode.key
     if episode.source:
@@ -162,19 +165,19 @@ def _parse(path: Path, data: bytes) -> Any:
         raise ConfigError(f"{file_label(path)} is nested too deep to be a trajectory file") from None
 
 
-def history_episode(path: Path, key: str, value: object, fmt: str = N_TURN) -> Episode:
+def history_episode(path: Path, key: str, value: object, fmt: str = N_TURN) -> RecordedEpisode:
     """One episode of a file keyed by episode; a bad one is marked with why, and keeps the turns
     read soundly before the fault."""
     try:
         return _history_episode(path, key, value, fmt)
     except BadEpisode as exc:
         fields = value if isinstance(value, dict) else {}
-        return Episode(key, _kind_or_blank(fields.get("environment")), _text_or_blank(fields.get("dataset")),
+        return RecordedEpisode(key, _kind_or_blank(fields.get("environment")), _text_or_blank(fields.get("dataset")),
                        fields.get("task_id"), _text_or_blank(fields.get("query")), exc.turns, str(path),
                        format=fmt, bad=str(exc))
 
 
-def _history_episode(path: Path, key: str, value: object, fmt: str) -> Episode:
+def _history_episode(path: Path, key: str, value: object, fmt: str) -> RecordedEpisode:
     if not isinstance(value, dict):
         raise BadEpisode(f"not an object but {json_type(value)}")
     kind = kind_named(value.get("environment"))
@@ -183,7 +186,7 @@ def _history_episode(path: Path, key: str, value: object, fmt: str) -> Episode:
         raise BadEpisode(f"turn_history is {json_value(history)}; expected an object with {', '.join(COLUMNS)}")
     dataset, query = text_field(value, "dataset"), text_field(value, "query")
     turns = _turns(history, fmt)
-    return Episode(key, kind, dataset, value.get("task_id"), query, turns, str(path), str(value.get("harness", "")),
+    return RecordedEpisode(key, kind, dataset, value.get("task_id"), query, turns, str(path), str(value.get("harness", "")),
                    fmt)
 
 
@@ -293,7 +296,7 @@ class TaskFinder:
     def __init__(self, data_dir: Path | None) -> None:
         self.data_dir = data_dir
         self._loaded: dict[str, list[Task]] = {}
-        # Per file (`Episode.source`): the task as the recording ran it (its replay context).
+        # Per file (`RecordedEpisode.source`): the task as the recording ran it (its replay context).
         self.contexts: dict[str, Callable[[Task], Task]] = {}
 
     def tasks(self, dataset: str) -> list[Task]:
@@ -304,13 +307,13 @@ class TaskFinder:
                 self._loaded[dataset] = []
         return self._loaded[dataset]
 
-    def find(self, episode: Episode) -> Task | None:
+    def find(self, episode: RecordedEpisode) -> Task | None:
         """The episode's task, in its file's replay context when one was set."""
         task = self.find_task(episode)
         in_context = self.contexts.get(episode.source)
         return in_context(task) if task is not None and in_context is not None else task
 
-    def find_task(self, episode: Episode) -> Task | None:
+    def find_task(self, episode: RecordedEpisode) -> Task | None:
         """The episode's task, as its dataset has it."""
         named = FILES.get(Path(episode.dataset_path).name)
         if named and DATASETS[named].env != episode.kind:  # a dataset of another kind: ignored

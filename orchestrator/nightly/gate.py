@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.store.results import Episode, load_results
+from orchestrator.store.results import StoredEpisode, load_results
 from orchestrator.sweep.config import ModelConfig, SweepConfig
 from orchestrator.sweep.progress import SweepProgress
 from orchestrator.sweep.levels import run_sweep
@@ -52,7 +52,7 @@ async def run_gate(config: SweepConfig, night_dir: Path, *, data_dir: Path | Non
     return GateResult(len(results.episodes), broken_tasks(results.episodes), gate.output)
 
 
-def broken_tasks(episodes: Iterable[Episode]) -> dict[tuple[str, str], str]:
+def broken_tasks(episodes: Iterable[StoredEpisode]) -> dict[tuple[str, str], str]:
     """Tasks whose gold did not score 1.0, with a one-line reason."""
     broken = {}
     for e in episodes:

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from orchestrator.store.records import EpisodeKey, Keyed
-from orchestrator.store.results import Episode
+from orchestrator.store.results import StoredEpisode
 
 Cell = tuple[str, str, str]  # (model, strategy, task_set)
 
@@ -30,7 +30,7 @@ class TaskOutcome(Keyed):
         return self.model, self.strategy, self.task_set
 
 
-def from_episodes(episodes: Iterable[Episode]) -> list[TaskOutcome]:
+def from_episodes(episodes: Iterable[StoredEpisode]) -> list[TaskOutcome]:
     """The outcomes of the episodes, leaving out those cut short by the budget or unscored by their
     verifier: they measure neither model nor harness, so a comparison leaves their pair out (counted
     as unpaired), flaky tasks and the nightly's cell metrics skip them, and the history does not keep them."""

@@ -1,6 +1,6 @@
 """From episodes to the numbers a report shows: one summary per model × strategy × task set.
 
-Pure functions over `data.Episode` records, so compare and tests can use them without a database.
+Pure functions over `StoredEpisode` records (orchestrator/store/results.py), so compare and tests can use them without a database.
 Infra failures count as episodes (they are in the denominator) and are counted separately so a
 reader sees how much of a rate is the harness's fault rather than the model's. Episodes cut short
 by the budget are incomplete, not failures: they are in no rate, mean, failure count or curve, only
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from foundation.outcome import NOT_THE_MODELS, UNSCORED, FailureClass
 from orchestrator.report.stats import mean, wilson_interval
-from orchestrator.store.results import Episode
+from orchestrator.store.results import StoredEpisode
 
 FAILURE_CLASSES: tuple[str, ...] = tuple(FailureClass)
 Cell = tuple[str, str, str]  # (model, strategy, task_set)
@@ -63,21 +63,21 @@ class CellSummary:
         return self.successes / self.episodes if self.episodes else None
 
 
-def group_by_cell(episodes: Iterable[Episode]) -> dict[Cell, list[Episode]]:
+def group_by_cell(episodes: Iterable[StoredEpisode]) -> dict[Cell, list[StoredEpisode]]:
     """Episodes per (model, strategy, task_set), cells in sorted order."""
-    groups: dict[Cell, list[Episode]] = defaultdict(list)
+    groups: dict[Cell, list[StoredEpisode]] = defaultdict(list)
     for episode in episodes:
         groups[episode.cell].append(episode)
     return dict(sorted(groups.items()))
 
 
-def complete(episodes: Iterable[Episode]) -> list[Episode]:
+def complete(episodes: Iterable[StoredEpisode]) -> list[StoredEpisode]:
     """The episodes that ran to their end and were scored: those cut short by the budget, and
     those whose verifier gave no reward, left out."""
     return [e for e in episodes if not e.unscored]
 
 
-def summarize(cell: Cell, episodes: list[Episode]) -> CellSummary:
+def summarize(cell: Cell, episodes: list[StoredEpisode]) -> CellSummary:
     """The summary of one cell's episodes (see the module's docstring for cut ones)."""
     done = complete(episodes)
     successes = sum(e.success for e in done)
@@ -95,7 +95,7 @@ def summarize(cell: Cell, episodes: list[Episode]) -> CellSummary:
         failures=failures, key_means=key_means(episodes))
 
 
-def key_means(episodes: list[Episode]) -> KeyMeans | None:
+def key_means(episodes: list[StoredEpisode]) -> KeyMeans | None:
     """The mean of each reward key any of the episodes has, over the scored ones (a key an episode
     lacks counted 0); None when no episode has a key but `reward` (the cell's mean reward says it)."""
     keys = key_order({key for e in episodes for key in e.reward_keys})
@@ -110,12 +110,12 @@ def key_order(keys: Iterable[str]) -> list[str]:
     return sorted(keys, key=lambda key: (key != "reward", key))
 
 
-def summarize_all(episodes: Iterable[Episode]) -> list[CellSummary]:
+def summarize_all(episodes: Iterable[StoredEpisode]) -> list[CellSummary]:
     """One summary per cell, sorted by model, strategy, task set."""
     return [summarize(cell, group) for cell, group in group_by_cell(episodes).items()]
 
 
-def turn_budget_curve(episodes: list[Episode], max_turns: int | None = None) -> list[float]:
+def turn_budget_curve(episodes: list[StoredEpisode], max_turns: int | None = None) -> list[float]:
     """Share of episodes that reached reward 1.0 within their first t turns, for t = 1..max_turns.
 
     The denominator is every complete episode of the cell (failed ones included, cut ones not), so

@@ -36,8 +36,11 @@ class Run:
 
 
 @dataclass(frozen=True)
-class Episode(Keyed):
-    """One finished episode, with what report and compare need (no transcripts)."""
+class StoredEpisode(Keyed):
+    """One finished episode as the store gives it back, with what report and compare need (no
+    transcripts). Written as an `EpisodeRecord`; an episode of a recording (the original's) is a
+    `RecordedEpisode` (orchestrator/fidelity/trajectories.py); what an agent of yours is given, an
+    `Episode` (agents/own.py)."""
 
     key: EpisodeKey
     env: str
@@ -80,7 +83,7 @@ class Results:
     path: Path
     meta: dict[str, str]
     runs: list[Run]
-    episodes: list[Episode]
+    episodes: list[StoredEpisode]
     image_digests: list[tuple[str, str | None]]  # (image, digest) pairs seen
     served_models: list[tuple[str, str | None]]  # (model in the sweep file, name the provider served)
 
@@ -151,10 +154,10 @@ def _numbers(text: str) -> dict[str, float]:
     return {k: float(v) for k, v in parts.items() if isinstance(v, int | float) and not isinstance(v, bool)}
 
 
-def _episode(row: tuple[Any, ...], keys: dict[str, float]) -> Episode:
+def _episode(row: tuple[Any, ...], keys: dict[str, float]) -> StoredEpisode:
     (model, strategy, task_set, task_id, epoch, env, status, failure_class, reward,
      success, n_turns, max_turns, prompt, completion, cost, unpriced, first_full) = row
-    return Episode(EpisodeKey(model, strategy, task_set, task_id, epoch), env, status, failure_class, reward,
+    return StoredEpisode(EpisodeKey(model, strategy, task_set, task_id, epoch), env, status, failure_class, reward,
                    success=bool(success), n_turns=n_turns, max_turns=max_turns, prompt_tokens=prompt,
                    completion_tokens=completion, cost_usd=_cost(cost, unpriced, prompt + completion), unpriced_calls=unpriced,
                    first_full_turn=None if first_full is None else first_full + 1,

@@ -17,25 +17,25 @@ from orchestrator.report.markdown import render_markdown
 from orchestrator.report.stats import wilson_interval
 from orchestrator.report.summary import summarize_all
 from orchestrator.store.records import EpisodeKey
-from orchestrator.store.results import Episode, Results
+from orchestrator.store.results import StoredEpisode, Results
 
 CELL = ("openai/sim", "try_again", "starter-bash")
 
 
 def episode(task: int, reward: float, *, status: str | None = None, turns: int = 1, tokens: int = 100,
-            task_set: str = "starter-bash") -> Episode:
+            task_set: str = "starter-bash") -> StoredEpisode:
     """One episode of CELL's model and strategy; `status` defaults to solved (reward 1) or max_turns."""
     status = status or ("solved" if reward == 1.0 else "max_turns")
     cut = status == "budget_exhausted"
-    return Episode(EpisodeKey(CELL[0], CELL[1], task_set, f"{task_set}/{task}", 0), "bash", status, "model" if cut else None,
+    return StoredEpisode(EpisodeKey(CELL[0], CELL[1], task_set, f"{task_set}/{task}", 0), "bash", status, "model" if cut else None,
                    reward, reward == 1.0 and not cut, turns, 3, tokens, 0, None, 1, turns if reward == 1.0 else None)
 
 
-def cut(task: int, reward: float, *, turns: int = 1, tokens: int = 100, task_set: str = "starter-bash") -> Episode:
+def cut(task: int, reward: float, *, turns: int = 1, tokens: int = 100, task_set: str = "starter-bash") -> StoredEpisode:
     return episode(task, reward, status="budget_exhausted", turns=turns, tokens=tokens, task_set=task_set)
 
 
-def results(episodes: list[Episode]) -> Results:
+def results(episodes: list[StoredEpisode]) -> Results:
     return Results(Path("/nowhere/results.db"), {"sweep": "cut"}, [], episodes, [], [])
 
 

@@ -10,7 +10,7 @@ from environments.rewards.bash import recorded_split
 from foundation.errors import ConfigError
 from orchestrator.fidelity.explain import explain, pick
 from orchestrator.fidelity.replayed_turn import TurnResult
-from orchestrator.fidelity.trajectories import Episode, RecordedTurn
+from orchestrator.fidelity.trajectories import RecordedEpisode, RecordedTurn
 from tasks import Task
 
 OURS = {"file_changes": 0.33, "file_contents": 0.33, "output_similarity": 0.05, "constant": 0.01}
@@ -32,9 +32,9 @@ def test_a_reward_no_split_sums_to_has_none():
     assert recorded_split(1.2, OURS) is None and recorded_split(0.5, {"reward": 0.5}) is None
 
 
-def episode(key: str, rewards: list[float], source: str = "ic_bash_multiturn_x_10_turns_fs_2.json") -> Episode:
+def episode(key: str, rewards: list[float], source: str = "ic_bash_multiturn_x_10_turns_fs_2.json") -> RecordedEpisode:
     turns = [RecordedTurn(f"ls /system/{n}", f"file{n}\nsame", reward) for n, reward in enumerate(rewards)]
-    return Episode(key, "bash", "./data/nl2bash/nl2bash_fs_2.json", int(key), "List the files", turns, source)
+    return RecordedEpisode(key, "bash", "./data/nl2bash/nl2bash_fs_2.json", int(key), "List the files", turns, source)
 
 
 def test_an_episode_is_explained_turn_by_turn_with_the_part_that_differs():
@@ -59,7 +59,7 @@ def test_an_episode_is_explained_turn_by_turn_with_the_part_that_differs():
 def test_the_episodes_to_replay_are_those_up_to_it_in_the_original_containers():
     episodes = [episode(str(n), [0.0]) for n in range(5)]
     assert [e.key for e in pick(episodes, "3")] == ["0", "1", "2", "3"]
-    exported = [Episode("2", "bash", "", 2, "q", [], "x.json", harness="intercode-orchestrator")]
+    exported = [RecordedEpisode("2", "bash", "", 2, "q", [], "x.json", harness="intercode-orchestrator")]
     assert pick(exported, "2") == exported  # ran pristine: alone
     with pytest.raises(ConfigError, match="no episode '?9'?.*0, 1, 2, 3, 4"):
         pick(episodes, "9")

@@ -19,7 +19,7 @@ from agents.llm import LLMClient, ModelSpec
 from foundation.errors import ConfigError
 from orchestrator.cli import main
 from orchestrator.fidelity.replay import bad_line
-from orchestrator.fidelity.trajectories import Episode, TaskFinder, read_episodes
+from orchestrator.fidelity.trajectories import RecordedEpisode, TaskFinder, read_episodes
 from orchestrator.sweep.sweep_models import resolve_model
 
 FS1_FILE = "./data/nl2bash/nl2bash_fs_1.json"
@@ -52,7 +52,7 @@ def one_line_error(path: Path, *needles: str) -> str:
     return message
 
 
-def bad_episode(path: Path, key: str, *needles: str) -> Episode:
+def bad_episode(path: Path, key: str, *needles: str) -> RecordedEpisode:
     """Episode `key` of the file, read as bad: one line naming why (the others are read as they are)."""
     episodes = {e.key: e for e in read_episodes(path)}
     bad = episodes[key]
