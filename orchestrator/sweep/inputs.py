@@ -1,7 +1,7 @@
 """The sweep's first level: everything its file names, checked before anything is claimed.
 
 The task sets resolved into tasks (and what tasks of your own bring: kinds, images), every model
-checked, the agents of yours brought, and the episodes planned. A refused sweep claims no output
+checked, the agents of yours found, and the episodes planned. A refused sweep claims no output
 directory.
 """
 
@@ -18,7 +18,7 @@ from environments.kind import kind_spec
 from foundation.errors import ConfigError
 from orchestrator.cluster import require_ray
 from orchestrator.sweep.config import SweepConfig
-from orchestrator.sweep.own_agents import Brought, bring
+from orchestrator.sweep.own_agents import YourAgents, find_your_agents
 from orchestrator.sweep.plan import PlannedEpisode, plan
 from orchestrator.sweep.sweep_models import check_models
 from orchestrator.tasksets.resolve import TaskSet, resolve
@@ -30,7 +30,7 @@ log = structlog.get_logger(__name__)
 @dataclass(frozen=True)
 class SweepInputs:
     task_sets: dict[str, TaskSet]  # by label
-    brought: Brought  # the agents of yours, their layers and digests
+    your_agents: YourAgents  # the agents of yours, their layers and digests
     episodes: list[PlannedEpisode]  # every episode of the sweep, stored or not
     identity: str  # what makes two runs the same sweep (the store refuses another's directory)
     parts: dict[str, str]  # what the identity is made of, by name -> digest: a refusal names what changed
@@ -44,13 +44,13 @@ async def prepare(config: SweepConfig, data_dir: Path | None) -> SweepInputs:
         require_ray("the sweep's [cluster]")
     resolved = await asyncio.to_thread(load_task_sets, config, data_dir)
     await asyncio.to_thread(check_models, config, data_dir)
-    brought = await asyncio.to_thread(bring, config)
+    your_agents = await asyncio.to_thread(find_your_agents, config)
     episodes = await _planned(config, {label: found.tasks for label, found in resolved.items()})
-    identity = config.identity([*(found.digest for found in resolved.values()), *brought.digests])
-    return SweepInputs(resolved, brought, episodes, identity, identity_parts(config, resolved, brought))
+    identity = config.identity([*(found.digest for found in resolved.values()), *your_agents.digests])
+    return SweepInputs(resolved, your_agents, episodes, identity, identity_parts(config, resolved, your_agents))
 
 
-def identity_parts(config: SweepConfig, task_sets: dict[str, TaskSet], brought: Brought) -> dict[str, str]:
+def identity_parts(config: SweepConfig, task_sets: dict[str, TaskSet], your_agents: YourAgents) -> dict[str, str]:
     """The parts of the sweep's identity, each named as a refused resume names it: the sweep file
     (what of it defines the episodes), then each file of yours a task set or an agent is read from."""
     parts = {"the sweep file": config.identity()}
@@ -58,7 +58,7 @@ def identity_parts(config: SweepConfig, task_sets: dict[str, TaskSet], brought: 
         for path, digest in task_set.sources.items():
             what = "folder" if Path(path).is_dir() else "file"
             parts[f"the {what} {path} of task set {label!r}"] = digest
-    for agent in brought.files:
+    for agent in your_agents.files:
         parts[f"the file {agent.path} of agent {agent.name!r}"] = agent.digest
     return parts
 

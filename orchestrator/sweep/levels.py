@@ -2,7 +2,7 @@
 
     summary = await run_sweep(config, sweep_hash, progress=progress, data_dir=data_dir)
 
-1. `task_sets.py`: the task sets resolved, the models checked, your agents brought, the episodes
+1. `inputs.py`: the task sets resolved, the models checked, your agents found, the episodes
    planned. Everything the file names is checked before anything is claimed.
 2. `stored_run.py`: the store opened (its directory lock held), what it holds skipped, this run
    recorded with its status at the end.
@@ -49,9 +49,9 @@ async def run_sweep(config: SweepConfig, sweep_hash: str, *, progress: SweepProg
 async def _below_the_store(config: SweepConfig, inputs: SweepInputs, run: StoredRun, progress: SweepProgress,
                            data_dir: Path | None) -> int:
     """Levels 3 to 5; the episodes left for a resume."""
-    with gateway_folder(inputs.brought) as folder:
-        placement = await place(config, run.todo, inputs.task_sets, data_dir, inputs.brought, folder)
+    with gateway_folder(inputs.your_agents) as folder:
+        placement = await place(config, run.todo, inputs.task_sets, data_dir, inputs.your_agents, folder)
         spent = await run.store.spent_before(run.run_id)  # the budget holds for the sweep, across its resumes
-        async with SweepModels.open(config, inputs.tasks(), data_dir, spent) as models, serving(inputs.brought, folder):
+        async with SweepModels.open(config, inputs.tasks(), data_dir, spent) as models, serving(inputs.your_agents, folder):
             async with open_site(config, placement, models, progress, run.run_id, data_dir) as (site, capacity):
                 return await run_workers(config, placement.todo, site, capacity, models, run, progress)

@@ -4,9 +4,9 @@ that does not import, a package pip can't fetch: one line), then served for the 
 the LLM gateway their model calls reach (on the loopback interface, and on a unix socket in
 `gateway_dir`, which installed agents' containers mount), each registered as the strategy of its name.
 
-    brought = bring(config)                                # ConfigError or ImageError names the agent
-    with gateway_folder(brought) as folder:                # the socket's folder (None: no installed agent)
-        async with serving(brought, folder): ...           # episodes of those strategies run meanwhile
+    yours = find_your_agents(config)                  # ConfigError or ImageError names the agent
+    with gateway_folder(yours) as folder:             # the socket's folder (None: no installed agent)
+        async with serving(yours, folder): ...        # episodes of those strategies run meanwhile
 """
 
 from __future__ import annotations
@@ -32,7 +32,9 @@ SOCKET = "gateway.sock"
 
 
 @dataclass(frozen=True)
-class Brought:
+class YourAgents:
+    """The agents of yours a sweep names: one name for them in code, docs and the viewer."""
+
     files: list[LoadedAgent]  # agents of yours in Python files
     installed: list[InstalledAgentConfig]  # agents installed in the task's container
     layers: dict[str, ImageSpec]  # each installed agent's layer
@@ -44,19 +46,19 @@ class Brought:
         return [agent.digest for agent in self.files]
 
 
-def bring(config: SweepConfig) -> Brought:
+def find_your_agents(config: SweepConfig) -> YourAgents:
     """The sweep's agents of yours, imported, and its installed agents' layers, their packages fetched."""
     files = [load_agent(name, config.base_dir) for name in config.strategies if is_agent_name(name)]
     # the sweep's episode time, less a minute (at most half of it) for the reset and the scoring
     agent_time = max(config.episode_timeout - 60.0, config.episode_timeout / 2)
-    return Brought(files, list(config.agents), agent_layers(config), agent_time)
+    return YourAgents(files, list(config.agents), agent_layers(config), agent_time)
 
 
 @contextmanager
-def gateway_folder(brought: Brought) -> Iterator[Path | None]:
+def gateway_folder(your_agents: YourAgents) -> Iterator[Path | None]:
     """A folder of this run's for the gateway's socket and the proxy beside it (mounted into the
     containers of installed agents); removed at the end."""
-    if not brought.installed:
+    if not your_agents.installed:
         yield None
         return
     folder = Path(tempfile.mkdtemp(prefix="icgw-"))
@@ -69,19 +71,19 @@ def gateway_folder(brought: Brought) -> Iterator[Path | None]:
 
 
 @asynccontextmanager
-async def serving(brought: Brought, folder: Path | None) -> AsyncIterator[LLMGateway | None]:
+async def serving(your_agents: YourAgents, folder: Path | None) -> AsyncIterator[LLMGateway | None]:
     """The gateway (when there are agents of yours) and their strategies, registered while it serves."""
-    if not brought.files and not brought.installed:
+    if not your_agents.files and not your_agents.installed:
         yield None
         return
     async with LLMGateway.serve(unix_socket=folder / SOCKET if folder is not None else None) as gateway:
         names = []
-        for agent in brought.files:
+        for agent in your_agents.files:
             names.append(register_agent(ExternalStrategy(agent, gateway)).name)
-        for declared in brought.installed:
+        for declared in your_agents.installed:
             installed = InstalledAgent(declared.name, declared.command, dict(declared.env), declared.tool,
                                        declared.argument, declared.finish, tuple(declared.keep), declared.timeout,
-                                       brought.agent_time, declared.skills_dir)
+                                       your_agents.agent_time, declared.skills_dir)
             names.append(register_agent(InstalledStrategy(installed, gateway)).name)
         try:
             yield gateway

@@ -25,7 +25,7 @@ from orchestrator.site import Site
 from orchestrator.sweep.config import PoolSettings, SweepConfig
 from orchestrator.sweep.local_site import Capacity, open_local_site, run_label, services_of, warm_counts
 from orchestrator.sweep.mounting import mounted_images, placed
-from orchestrator.sweep.own_agents import Brought
+from orchestrator.sweep.own_agents import YourAgents
 from orchestrator.sweep.plan import PlannedEpisode
 from orchestrator.sweep.progress import SweepProgress
 from orchestrator.sweep.sweep_models import SweepModels
@@ -43,7 +43,7 @@ class Placement:
 
 
 async def place(config: SweepConfig, todo: list[PlannedEpisode], task_sets: dict[str, TaskSet],
-                data_dir: Path | None, brought: Brought, folder: Path | None) -> Placement:
+                data_dir: Path | None, your_agents: YourAgents, folder: Path | None) -> Placement:
     """The images built, the installed agents' episodes moved to the images that mount them, and
     each image's pool."""
     if config.cluster is not None:
@@ -52,11 +52,11 @@ async def place(config: SweepConfig, todo: list[PlannedEpisode], task_sets: dict
                                          "cluster host's containers: run it without [cluster] (or --ray)")
     # "": a kind that needs no container; a task unavailable here has no image to build
     images = sorted({e.task.image for e in todo if e.task.image and "unavailable" not in e.task.meta})
-    failed = await ensure_each(images + mounted_images(config.strategies, brought.layers), data_dir)
+    failed = await ensure_each(images + mounted_images(config.strategies, your_agents.layers), data_dir)
     if failed:
         todo = _without_images(todo, {image: error for image, error in failed.items() if image in images})
     needs = {image: found for task_set in task_sets.values() for image, found in task_set.hardening.items()}
-    todo, needs = await placed(todo, brought.installed, brought.layers, failed, folder, needs)
+    todo, needs = await placed(todo, your_agents.installed, your_agents.layers, failed, folder, needs)
     running = [e.task for e in todo if e.task.image and "unavailable" not in e.task.meta]
     # a Harbor task's separate verifier leases containers of its own image, pooled as the tasks' are
     images = sorted({t.image for t in running} | {t.meta["verifier_image"] for t in running if t.meta.get("verifier_image")})
