@@ -9,7 +9,8 @@ to the agents of one sweep, each call answered by the sweep's model for the epis
 Every call goes through the episode's model (agents/strategies/external.py's ModelHandle): the
 sweep's limits, retries, budget, pricing and transcript, as for the built-in strategies. A request
 carries only its episode's token (as `Authorization: Bearer` or `x-api-key`), never a provider's
-key; an unknown token, or one whose episode has ended, is a 401 in the provider's own error form.
+key; an unknown token, or one whose episode has ended, is a 401 in the provider's own error form
+(every body is built by agents/wire, as the scripted provider's are).
 A call still running when its episode ends is cancelled. A model failure (after the sweep's own
 retries, or a spent budget) is answered with `x-should-retry: false`, so that SDKs do not retry it.
 """
@@ -29,11 +30,11 @@ from typing import Any
 
 from aiohttp import web
 
-from agents.gateway import anthropic_wire, openai_wire, responses_wire
-from agents.gateway.calls import Call, Usage, WireError
 from agents.llm.errors import ModelError
 from agents.own import Answer, GatewayAccess, OutOfTurns
 from agents.strategies.external import EpisodeEnded, ModelHandle
+from agents.wire import anthropic_messages, openai_chat, openai_responses
+from agents.wire.calls import Call, Usage, WireError
 from foundation.concurrency import TaskOwner
 
 # What one agent may send, bounded on our side (an agent is a stranger's code; one must not starve
@@ -142,19 +143,19 @@ class LLMGateway:
         raise WireError(401, "unknown token: use the api_key your episode was given")
 
     async def _openai(self, request: web.Request) -> web.StreamResponse:
-        return await self._handle(request, openai_wire.read, openai_wire.error, self._openai_answer)
+        return await self._handle(request, openai_chat.read, openai_chat.error, self._openai_answer)
 
     async def _responses(self, request: web.Request) -> web.StreamResponse:
-        return await self._handle(request, responses_wire.read, responses_wire.error, self._responses_answer)
+        return await self._handle(request, openai_responses.read, openai_responses.error, self._responses_answer)
 
     async def _anthropic(self, request: web.Request) -> web.StreamResponse:
-        return await self._handle(request, anthropic_wire.read, anthropic_wire.error, self._anthropic_answer)
+        return await self._handle(request, anthropic_messages.read, anthropic_messages.error, self._anthropic_answer)
 
     async def _models(self, request: web.Request) -> web.Response:
         try:
             door = self._door(request)
         except WireError as exc:
-            return web.json_response(openai_wire.error(exc.status, exc.message), status=exc.status)
+            return web.json_response(openai_chat.error(exc.status, exc.message), status=exc.status)
         return web.json_response({"object": "list", "data": [{"id": door.model.name, "object": "model", "owned_by": "intercode"}]})
 
     async def _handle(self, request: web.Request, read: Reader, error: Callable[[int, str], dict[str, Any]],
@@ -191,20 +192,20 @@ class LLMGateway:
     async def _openai_answer(self, request: web.Request, call: Call, answer: Answer, usage: Usage,
                              model: str) -> web.StreamResponse:
         if not call.stream:
-            return web.json_response(openai_wire.completion(answer, model, usage))
-        return await _stream(request, openai_wire.chunks(answer, model, usage, call.stream_usage))
+            return web.json_response(openai_chat.completion(answer, model, usage))
+        return await _stream(request, openai_chat.chunks(answer, model, usage, call.stream_usage))
 
     async def _responses_answer(self, request: web.Request, call: Call, answer: Answer, usage: Usage,
                                 model: str) -> web.StreamResponse:
         if not call.stream:
-            return web.json_response(responses_wire.response(answer, model, usage, call))
-        return await _stream(request, responses_wire.events(answer, model, usage, call))
+            return web.json_response(openai_responses.response(answer, model, usage, call))
+        return await _stream(request, openai_responses.events(answer, model, usage, call))
 
     async def _anthropic_answer(self, request: web.Request, call: Call, answer: Answer, usage: Usage,
                                 model: str) -> web.StreamResponse:
         if not call.stream:
-            return web.json_response(anthropic_wire.message(answer, model, usage))
-        return await _stream(request, anthropic_wire.events(answer, model, usage))
+            return web.json_response(anthropic_messages.message(answer, model, usage))
+        return await _stream(request, anthropic_messages.events(answer, model, usage))
 
 
 def peer_container(request: web.Request) -> str | None:

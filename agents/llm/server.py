@@ -4,7 +4,9 @@ It plays the provider: a fixed latency, an enforced requests-per-minute limit (4
 failures scripted per request or per API key, and answers (text, tool calls) chosen by regex on the
 last user message. It records every request it saw so tests can assert on what the client really
 sent. With `echo_key` it also plays a provider that misbehaves: it echoes the request's key into
-everything it returns. Only ever binds 127.0.0.1.
+everything it returns. Only ever binds 127.0.0.1. Its replies and error bodies are built by
+agents/wire, as the gateway's are: a client meets the same bodies, and the same error type for a
+status, from either server.
 
     async with ScriptedLLMServer(ServerConfig(rules=[Rule(pattern="ls", answer="ls -la")])) as server:
         ...  # litellm "openai/<any>" with api_base=f"{server.base_url}/v1",
@@ -31,13 +33,19 @@ from typing import Any, Literal, Self
 from aiohttp import web
 from pydantic import BaseModel, Field
 
+from agents.llm.transport import ToolCall
+from agents.own import Answer
+from agents.wire import anthropic_messages, openai_chat
+from agents.wire.calls import Usage
+
 HOST = "127.0.0.1"
+MAX_BODY = 1 << 20  # bytes of a request's body (aiohttp's default); a larger one is a 413 in the API's form
 
 
 class ScriptedToolCall(BaseModel):
     """A tool call the server answers with. `arguments` is the raw JSON text: the OpenAI format
     sends it as it is (so a test can script invalid JSON); the Anthropic format sends it parsed as
-    the block's `input`, and text that is not a JSON object as `{"_raw": arguments}`."""
+    the block's `input`, and text that is not a JSON object as `{"_raw": arguments}` (agents/wire)."""
 
     name: str
     arguments: str
@@ -54,7 +62,8 @@ class Rule(BaseModel):
 class Failure(BaseModel):
     """One scripted failure, consumed by the next request that reaches the server.
 
-    On /v1/messages the body is Anthropic's, its error type following the status (529: overloaded_error).
+    The body is the API's (agents/wire), its error type following the status (on /v1/messages
+    529: overloaded_error).
     """
 
     kind: Literal["status", "malformed"] = "status"
@@ -116,6 +125,13 @@ class _Answer:
         calls = [ScriptedToolCall(name=call.name, arguments=_with_key(call.arguments, key)) for call in self.tool_calls]
         return _Answer(f"{self.text}\n{key}" if self.text else key, calls, self.number)
 
+    def wire(self, prefix: str) -> Answer:
+        """This answer as the wire modules take it, each call's id `{prefix}_{number}_{index}`:
+        deterministic, so tests can name the ids a client sends back."""
+        calls = tuple(ToolCall(f"{prefix}_{self.number}_{i}", call.name, call.arguments)
+                      for i, call in enumerate(self.tool_calls))
+        return Answer(self.text, calls)
+
 
 def _with_key(arguments: str, key: str) -> str:
     try:
@@ -170,34 +186,13 @@ class _OpenAI:
 
     @staticmethod
     def error(status: int, message: str, code: str | None = None, *, retry_after: float | None = None) -> web.Response:
-        payload = {"error": {"message": message, "type": "scripted_error", "code": code or str(status)}}
-        return web.json_response(payload, status=status, headers=_retry_after(retry_after))
+        body = openai_chat.error(status, message, code)
+        return web.json_response(body, status=status, headers=_retry_after(retry_after))
 
     @staticmethod
     def reply(body: dict[str, Any], model: str, answer: _Answer) -> dict[str, Any]:
-        prompt = _prompt_words(body)
-        message: dict[str, Any] = {"role": "assistant", "content": answer.text}
-        if answer.tool_calls:
-            message["content"] = answer.text or None
-            message["tool_calls"] = [
-                {"id": f"call_scripted_{answer.number}_{i}", "type": "function",
-                 "function": {"name": call.name, "arguments": call.arguments}}
-                for i, call in enumerate(answer.tool_calls)]
-        return {
-            "id": f"chatcmpl-scripted-{answer.number}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": model,
-            "choices": [{"index": 0, "message": message,
-                         "finish_reason": "tool_calls" if answer.tool_calls else "stop"}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": answer.words, "total_tokens": prompt + answer.words},
-        }
-
-
-# Anthropic's error `type` by HTTP status; any other status is an api_error.
-_ANTHROPIC_ERRORS = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-                     404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
-                     529: "overloaded_error"}
+        return openai_chat.completion(answer.wire("call_scripted"), model, Usage(_prompt_words(body), answer.words),
+                                      reply_id=f"chatcmpl-scripted-{answer.number}")
 
 
 class _Anthropic:
@@ -213,33 +208,17 @@ class _Anthropic:
 
     @staticmethod
     def error(status: int, message: str, code: str | None = None, *, retry_after: float | None = None) -> web.Response:
-        kind = _ANTHROPIC_ERRORS.get(status, "api_error")
-        payload = {"type": "error", "error": {"type": kind, "message": message}}
-        return web.json_response(payload, status=status, headers=_retry_after(retry_after))
+        body = anthropic_messages.error(status, message)  # Anthropic's errors carry no code
+        return web.json_response(body, status=status, headers=_retry_after(retry_after))
 
     @staticmethod
     def reply(body: dict[str, Any], model: str, answer: _Answer) -> dict[str, Any]:
-        prompt = _prompt_words(body)
-        text = [{"type": "text", "text": answer.text}] if answer.text or not answer.tool_calls else []
-        content = text + [{"type": "tool_use", "id": f"toolu_scripted_{answer.number}_{i}", "name": call.name,
-                           "input": _input(call.arguments)} for i, call in enumerate(answer.tool_calls)]
-        return {
-            "id": f"msg_scripted_{answer.number}", "type": "message", "role": "assistant", "model": model,
-            "content": content, "stop_reason": "tool_use" if answer.tool_calls else "end_turn",
-            "stop_sequence": None, "usage": {"input_tokens": prompt, "output_tokens": answer.words},
-        }
+        return anthropic_messages.message(answer.wire("toolu_scripted"), model,
+                                          Usage(_prompt_words(body), answer.words),
+                                          message_id=f"msg_scripted_{answer.number}")
 
 
 _Format = type[_OpenAI] | type[_Anthropic]
-
-
-def _input(arguments: str) -> dict[str, Any]:
-    """A tool_use block's input: the arguments' JSON object, or the raw text under `_raw`."""
-    try:
-        parsed = json.loads(arguments)
-    except json.JSONDecodeError:
-        parsed = None
-    return parsed if isinstance(parsed, dict) else {"_raw": arguments}
 
 
 def _retry_after(seconds: float | None) -> dict[str, str] | None:
@@ -268,7 +247,7 @@ class ScriptedLLMServer:
         self.config.failures.extend(Failure(**failure) for _ in range(n))
 
     async def __aenter__(self) -> Self:
-        app = web.Application()
+        app = web.Application(client_max_size=MAX_BODY)
         for fmt in (_OpenAI, _Anthropic):
             for path in fmt.paths:
                 app.router.add_post(path, functools.partial(self._handle, fmt=fmt))
@@ -292,6 +271,8 @@ class ScriptedLLMServer:
             body = await request.json()
         except (json.JSONDecodeError, UnicodeDecodeError):
             return self._record(request, key, None, fmt.error(400, "request body is not JSON"))
+        except web.HTTPRequestEntityTooLarge:
+            return self._record(request, key, None, fmt.error(413, f"the body is larger than {MAX_BODY >> 20} MB"))
         if key in self.config.rejected_keys:
             # Echo the key as some providers do, so clients' redaction is tested for real.
             return self._record(request, key, body, fmt.error(401, f"Incorrect API key provided: {key}", "invalid_api_key"))

@@ -1,6 +1,11 @@
-"""OpenAI's chat completions on the wire (POST /v1/chat/completions), as the gateway reads and
-answers them: the request's messages and tools (OpenAI's form is ours), the answer as a
-`chat.completion`, or as `chat.completion.chunk` server-sent events when the request streams."""
+"""OpenAI's chat completions on the wire (POST /v1/chat/completions): the request's messages and
+tools read (OpenAI's form is ours), the answer as a `chat.completion`, or as `chat.completion.chunk`
+server-sent events when the request streams, and the error body with its one status map, which the
+Responses API shares (agents/wire/openai_responses.py).
+
+The error body is OpenAI's documented shape, `{"error": {"message", "type", "param", "code"}}`. The
+`type` follows the status (ERRORS); `code` is a machine-readable reason when there is one
+(`invalid_api_key`, `rate_limit_exceeded`), else the type: SDKs and agents read either."""
 
 from __future__ import annotations
 
@@ -8,10 +13,18 @@ import json
 import time
 import uuid
 from collections.abc import Iterator
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Final
 
-from agents.gateway.calls import Call, Usage, WireError
 from agents.own import Answer
+from agents.wire.calls import Call, Usage, WireError
+
+# OpenAI's error `type` by HTTP status; any other status is an api_error. 402 is our spent budget,
+# which OpenAI itself reports as insufficient_quota; 500 and 503 are OpenAI's server errors.
+ERRORS: Final = MappingProxyType({
+    400: "invalid_request_error", 401: "authentication_error", 402: "insufficient_quota", 403: "permission_error",
+    404: "not_found_error", 413: "request_too_large", 429: "rate_limit_exceeded", 500: "server_error",
+    503: "server_error"})
 
 
 def read(body: Any) -> Call:
@@ -54,11 +67,13 @@ def _message(message: Any) -> dict[str, Any]:
     return found
 
 
-def completion(answer: Answer, model: str, usage: Usage) -> dict[str, Any]:
+def completion(answer: Answer, model: str, usage: Usage, *, reply_id: str | None = None) -> dict[str, Any]:
+    """The answer as a `chat.completion`; `reply_id` for a server whose ids are deterministic
+    (the scripted one's), else a fresh one."""
     message: dict[str, Any] = {"role": "assistant", "content": answer.text or (None if answer.tool_calls else "")}
     if answer.tool_calls:
         message["tool_calls"] = [_call(call) for call in answer.tool_calls]
-    return {"id": _id(), "object": "chat.completion", "created": int(time.time()), "model": model,
+    return {"id": reply_id or _id(), "object": "chat.completion", "created": int(time.time()), "model": model,
             "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": _finish(answer)}],
             "usage": _usage(usage)}
 
@@ -82,11 +97,10 @@ def chunks(answer: Answer, model: str, usage: Usage, with_usage: bool) -> Iterat
     yield b"data: [DONE]\n\n"
 
 
-def error(status: int, message: str) -> dict[str, Any]:
-    kind = {401: "authentication_error", 402: "insufficient_quota", 429: "rate_limit_exceeded"}.get(status, "api_error")
-    if status == 400:
-        kind = "invalid_request_error"
-    return {"error": {"message": message, "type": kind, "param": None, "code": kind}}
+def error(status: int, message: str, code: str | None = None) -> dict[str, Any]:
+    """The error body of a request answered with `status`, in chat completions and Responses alike."""
+    kind = ERRORS.get(status, "api_error")
+    return {"error": {"message": message, "type": kind, "param": None, "code": code or kind}}
 
 
 def _call(call: Any) -> dict[str, Any]:

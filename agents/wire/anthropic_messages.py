@@ -1,16 +1,26 @@
-"""Anthropic's Messages API on the wire (POST /v1/messages), as the gateway reads and answers it:
-the system prompt, the turns with their text, `tool_use` and `tool_result` blocks, and the tools,
-turned into OpenAI's message form (ours); the answer as a `message`, or as its stream of events."""
+"""Anthropic's Messages API on the wire (POST /v1/messages): the system prompt, the turns with their
+text, `tool_use` and `tool_result` blocks, and the tools, read into OpenAI's message form (ours); the
+answer as a `message`, or as its stream of events; and the error body with its one status map.
+
+The error body is Anthropic's documented shape, `{"type": "error", "error": {"type", "message"}}`,
+its `type` following the status (ERRORS, from Anthropic's list of HTTP errors)."""
 
 from __future__ import annotations
 
 import json
 import uuid
 from collections.abc import Iterator
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Final
 
-from agents.gateway.calls import Call, Usage, WireError
 from agents.own import Answer
+from agents.wire.calls import Call, Usage, WireError
+
+# Anthropic's error `type` by HTTP status; any other status is an api_error. 402 is a spent budget
+# (Anthropic's billing_error), 413 a body past the size cap, 529 Anthropic short of capacity.
+ERRORS: Final = MappingProxyType({
+    400: "invalid_request_error", 401: "authentication_error", 402: "billing_error", 403: "permission_error",
+    404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error", 529: "overloaded_error"})
 
 
 def read(body: Any) -> Call:
@@ -79,9 +89,11 @@ def _tool(tool: Any) -> dict[str, Any]:
                                              "parameters": parameters}}
 
 
-def message(answer: Answer, model: str, usage: Usage) -> dict[str, Any]:
-    return {"id": _id(), "type": "message", "role": "assistant", "model": model, "content": _blocks(answer),
-            "stop_reason": _stop(answer), "stop_sequence": None,
+def message(answer: Answer, model: str, usage: Usage, *, message_id: str | None = None) -> dict[str, Any]:
+    """The answer as a `message`; `message_id` for a server whose ids are deterministic (the
+    scripted one's), else a fresh one."""
+    return {"id": message_id or _id(), "type": "message", "role": "assistant", "model": model,
+            "content": _blocks(answer), "stop_reason": _stop(answer), "stop_sequence": None,
             "usage": {"input_tokens": usage.prompt, "output_tokens": usage.completion}}
 
 
@@ -106,21 +118,28 @@ def events(answer: Answer, model: str, usage: Usage) -> Iterator[bytes]:
 
 
 def error(status: int, text: str) -> dict[str, Any]:
-    kind = {400: "invalid_request_error", 401: "authentication_error", 402: "billing_error", 404: "not_found_error",
-            429: "rate_limit_error", 529: "overloaded_error"}.get(status, "api_error")
-    return {"type": "error", "error": {"type": kind, "message": text}}
+    """The error body of a request answered with `status`."""
+    return {"type": "error", "error": {"type": ERRORS.get(status, "api_error"), "message": text}}
 
 
 def _blocks(answer: Answer) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = [{"type": "text", "text": answer.text}] if answer.text else []
-    for call in answer.tool_calls:
-        try:
-            arguments = json.loads(call.arguments) if call.arguments.strip() else {}
-        except json.JSONDecodeError:
-            arguments = {"arguments": call.arguments}  # what the model wrote, where the agent can see it
-        blocks.append({"type": "tool_use", "id": call.id, "name": call.name,
-                       "input": arguments if isinstance(arguments, dict) else {"arguments": arguments}})
+    blocks += [{"type": "tool_use", "id": call.id, "name": call.name, "input": _tool_input(call.arguments)}
+               for call in answer.tool_calls]
     return blocks or [{"type": "text", "text": ""}]
+
+
+def _tool_input(arguments: str) -> dict[str, Any]:
+    """A tool_use block's `input`: the arguments' JSON object (none: `{}`); arguments that are no
+    JSON object stay as the model wrote them, under `_raw`, where the agent can see them (as the
+    store's Inspect transcripts keep them)."""
+    if not arguments.strip():
+        return {}
+    try:
+        parsed = json.loads(arguments)
+    except json.JSONDecodeError:
+        parsed = None
+    return parsed if isinstance(parsed, dict) else {"_raw": arguments}
 
 
 def _stop(answer: Answer) -> str:

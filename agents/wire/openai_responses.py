@@ -15,7 +15,8 @@ would run outside the container: they are not offered to the model (the model ne
 
 The answer is a `response` object, or, when the request streams, its server-sent events:
 response.created, then per output item output_item.added, its text delta, output_item.done, then
-response.completed with the usage.
+response.completed with the usage. An error is chat completions' error body, with its one status map
+(agents/wire/openai_chat.py).
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from agents.gateway.calls import Call, Usage, WireError
 from agents.own import Answer
+from agents.wire.calls import Call, Usage, WireError
+from agents.wire.openai_chat import error as error
 
 CUSTOM_ARGUMENT = "input"  # the one argument a custom tool is offered with
 ROLES = {"user": "user", "developer": "system", "system": "system", "assistant": "assistant"}
@@ -179,12 +181,6 @@ def _response(rid: str, model: str, status: str, output: list[dict[str, Any]], u
                           "output_tokens": usage.completion, "output_tokens_details": {"reasoning_tokens": 0},
                           "total_tokens": usage.prompt + usage.completion}
     return found
-
-
-def error(status: int, message: str) -> dict[str, Any]:
-    kind = {400: "invalid_request_error", 401: "authentication_error", 402: "insufficient_quota",
-            429: "rate_limit_exceeded"}.get(status, "api_error")
-    return {"error": {"message": message, "type": kind, "param": None, "code": kind}}
 
 
 def _id(prefix: str) -> str:

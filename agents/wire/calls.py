@@ -1,5 +1,5 @@
-"""What the gateway's wire formats share: the call a request asks for, the usage an answer
-reports, and an error that becomes the provider's error body with its HTTP status."""
+"""What the wire formats share: the call a request asks for, the usage an answer reports, and an
+error that becomes the provider's error body with its HTTP status."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ class Usage:
 
 
 class WireError(Exception):
-    """A request the gateway answers with an error: its HTTP status and message."""
+    """A request answered with an error: its HTTP status and message (the body is the API's)."""
 
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
