@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -182,8 +183,10 @@ def test_a_long_replay_says_what_it_is_doing(tmp_path: Path) -> None:
         process.stderr.close()
     print("\n".join(f"{at:6.1f} s  {line}" for at, line in lines))
     print(f"stopped {time.monotonic() - stopping:.1f} s after SIGTERM")
-    assert lines and lines[0][0] < 5 and "reading" in lines[0][1] and "MB" in lines[0][1]
+    # each line stamped with the command's own time since it started: what it promises holds on any
+    # machine, however loaded (the first line came 5.2 s after the start beside a CPU hog once)
+    assert lines and lines[0][1].startswith("[0 s] reading") and "MB" in lines[0][1]
     replayed = [(at, line) for at, line in lines if "replayed" in line]
     assert replayed and "/4,000 episodes" in replayed[0][1]
-    silences = [b - a for (a, _), (b, _) in zip([(0.0, "")] + lines, lines[: lines.index(replayed[0]) + 1])]
-    assert max(silences) < 15  # a line at least every 10 s (and a little)
+    stamps = [int(re.match(r"\[(\d+) s\]", line)[1]) for _, line in lines[: lines.index(replayed[0]) + 1]]
+    assert max(b - a for a, b in zip(stamps, stamps[1:])) <= 11, stamps  # a line at least every 10 s
