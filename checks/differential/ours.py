@@ -13,7 +13,7 @@ from typing import Any
 from agents.strategies.turns import harness_step
 from environments import make_environment
 from environments.base import Environment
-from environments.bash_lifecycle import OriginalLifecycleBashEnv
+from orchestrator.fidelity.original_lifecycle import OriginalLifecycleBashEnv
 from environments.kind import kind_spec
 from environments.runtime import Runtime
 from environments.sql import SqlEnv

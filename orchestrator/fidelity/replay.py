@@ -39,7 +39,7 @@ import structlog
 
 from environments import make_environment
 from environments.base import Environment, TaskUnavailable
-from environments.bash_lifecycle import OriginalLifecycleBashEnv
+from orchestrator.fidelity.original_lifecycle import OriginalLifecycleBashEnv
 from environments.kind import kind_spec
 from environments.runtime import Runtime
 from foundation.errors import ConfigError, SandboxError

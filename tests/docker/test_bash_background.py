@@ -13,7 +13,7 @@ import aiodocker
 import pytest
 
 from environments.bash import BashEnv
-from environments.bash_lifecycle import OriginalLifecycleBashEnv
+from orchestrator.fidelity.original_lifecycle import OriginalLifecycleBashEnv
 from environments.runtime import Runtime
 from tasks import load_tasks
 from tests.conftest import clean_runtime

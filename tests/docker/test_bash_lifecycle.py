@@ -14,7 +14,7 @@ import pytest
 
 import environments.bash as bash_module
 from environments.bash import BashEnv
-from environments.bash_lifecycle import OriginalLifecycleBashEnv
+from orchestrator.fidelity.original_lifecycle import OriginalLifecycleBashEnv
 from environments.file_ages import FileAges
 from environments.runtime import Runtime
 from tasks import load_tasks

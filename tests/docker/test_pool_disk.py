@@ -95,7 +95,7 @@ def test_the_sweep_file_sets_the_cap_per_image(tmp_path):
         load_sweep(Path(path))
 
 
-# What a replay of the original's recordings needs (environments/bash_lifecycle.py): files as old as
+# What a replay of the original's recordings needs (orchestrator/fidelity/original_lifecycle.py): files as old as
 # the original's image layer was, ctime included, which only an offline edit of the layer sets.
 AGED = "touch -a -d '2 days ago' /testbed/hello.c /testbed/Hello.java; touch -m -d '3 days ago' /testbed/hello.c"
 TIMES = "stat -c '%X %Y %Z' /testbed/hello.c /testbed/Hello.java"

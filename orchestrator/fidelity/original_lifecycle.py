@@ -35,7 +35,7 @@ from environments.bash import (
     split_action,
 )
 from environments.file_ages import FileAges, age_repository, checked
-from environments.original_host import ADDRESSES, INODE_BYTES, MODULES, PROC, recording_zone
+from orchestrator.fidelity.original_host import ADDRESSES, INODE_BYTES, MODULES, PROC, recording_zone
 from environments.runtime import default_pool_config
 from foundation.engine import engine_deadline
 from foundation.errors import SandboxError
@@ -53,7 +53,7 @@ HOST = "-original-host"  # the twin's name, further, when its containers see the
 
 class OriginalLifecycleBashEnv(BashEnv):
     """`original_host`: the containers see the original's machine where the recordings show it
-    (its kernel's modules, its uptime and load, its inodes: environments/original_host.py), as a
+    (its kernel's modules, its uptime and load, its inodes: orchestrator/fidelity/original_host.py), as a
     replay of its recordings wants; off, this machine's, as the differential harness wants, whose
     original side runs here."""
 
@@ -167,14 +167,14 @@ async def _give_ctimes(sandbox: Sandbox, task: Task, workdir: str) -> None:
 
 async def _give_modules(sandbox: Sandbox) -> None:
     """The original host's kernel, as far as /sys/module goes: `find -name '*php'` from `/` met its
-    `acpiphp` (environments/original_host.py). A directory each; their files are the kernel's."""
+    `acpiphp` (orchestrator/fidelity/original_host.py). A directory each; their files are the kernel's."""
     await checked(sandbox, ["mkdir", "-p", *(f"{SYS_MODULE}/{name}" for name in MODULES)], "/",
                   f"give {SYS_MODULE} the original host's modules")
 
 
 async def _give_clock(sandbox: Sandbox, task: Task) -> None:
     """The recording's wall clock as the containers' local time: /etc/localtime a zone whose offset
-    from UTC is the recording's moment less the replay's (environments/original_host.py,
+    from UTC is the recording's moment less the replay's (orchestrator/fidelity/original_host.py,
     `recording_zone`). `date`, `cal` and `ls -l` then print the recording's dates and times, as the
     files' ages hold at it, whatever day the replay runs on; the kernel's clock, and so every age
     (`find -mtime`, `ls -t`), is untouched. Without it `ls -l` printed this day's month: StarChat fs3
@@ -189,7 +189,7 @@ async def _give_clock(sandbox: Sandbox, task: Task) -> None:
 
 
 def _proc_binds() -> list[str]:
-    """Binds of the original host's /proc files (environments/original_host.py): each written, once,
+    """Binds of the original host's /proc files (orchestrator/fidelity/original_host.py): each written, once,
     to a file of this machine named by its content, and mounted read-only over the container's (the
     engine allows these /proc files to be mounted over, as LXCFS does)."""
     binds = []
