@@ -1,4 +1,5 @@
-"""Model access for agents: one async client over litellm, and a scripted local provider for tests.
+"""Model access for agents: one async client over litellm, and a scripted local provider (the `local`
+models of a sweep, tests and benchmarks).
 
 The interface agents depend on is `LLM`; `LLMClient` is its implementation. Failures arrive as
 `ModelError`; limits, retries and usage accounting happen inside the client.

@@ -1,4 +1,5 @@
-"""A scripted LLM provider for tests and benchmarks: OpenAI's chat completions and Anthropic's Messages API.
+"""A scripted LLM provider: OpenAI's chat completions and Anthropic's Messages API, served over real HTTP
+to the `local` models of a sweep (no key, no network), to tests and to benchmarks.
 
 It plays the provider: a fixed latency, an enforced requests-per-minute limit (429 + Retry-After),
 failures scripted per request or per API key, and answers (text, tool calls) chosen by regex on the
