@@ -126,8 +126,8 @@ STRATEGIES: dict[str, tuple[str, dict[str, Any]]] = {
     "plan_solve_fenced": ("agents.strategies.plan_solve:PlanSolve", {"rules": "fenced"}),
     "tools": ("agents.strategies.tools:Tools", {}),
     "terminus": ("agents.strategies.terminus:Terminus", {}),
-    "gold": ("agents.strategies.gold:Gold", {}),  # no model: the task's gold actions (Harbor's oracle agent)
-    "nop": ("agents.strategies.gold:Nop", {}),  # no model: `submit` alone (Harbor's nop agent)
+    "gold": ("agents.strategies.fixed_actions:Gold", {}),  # no model: the task's gold actions (Harbor's oracle agent)
+    "nop": ("agents.strategies.fixed_actions:Nop", {}),  # no model: `submit` alone (Harbor's nop agent)
 }
 PAPER_STRATEGIES = ("single", "try_again", "react", "plan_solve", "plan_solve_refine")
 

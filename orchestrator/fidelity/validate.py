@@ -1,7 +1,7 @@
 """Gold validation: run every task's gold solution and report who gets 1.0 (the command is
 orchestrator/fidelity/validate_cli.py).
 
-Each task's gold is played by the `gold` agent (agents/strategies/gold.py) in an episode of its own,
+Each task's gold is played by the `gold` agent (agents/strategies/fixed_actions.py) in an episode of its own,
 as a sweep plays one (agents/episode.py): Bash and SQL, the gold command, then `submit`; Python,
 the gold code, then `submit <its function>`; CTF, `submit <the flag>` in the task's directory
 (which checks that the task can start offline). Tasks that can't run offline are listed as
