@@ -46,7 +46,9 @@ def test_every_strategy_runs_an_environment_of_your_own(tmp_path, capsys):
     sweep = sweep_file(tmp_path, f'[[tasks]]\npath = "{EXAMPLE}"\nlimit = 3\n', list(STRATEGIES))
     assert main(["sweep", str(sweep), "--quiet"]) == 0
     failed = rows(tmp_path / "out", "SELECT strategy, task_id, status, error FROM episodes WHERE success = 0")
-    assert failed == [] and rows(tmp_path / "out", "SELECT count(*) FROM episodes") == [(3 * len(STRATEGIES),)]
+    # every one solves with the oracle but `nop`, which only submits (as Harbor's nop agent): below 1, never an error
+    assert sorted((strategy, status) for strategy, _, status, _ in failed) == [("nop", "submitted")] * 3, failed
+    assert rows(tmp_path / "out", "SELECT count(*) FROM episodes") == [(3 * len(STRATEGIES),)]
 
 
 @pytest.mark.docker
