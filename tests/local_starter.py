@@ -12,10 +12,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
+from pathlib import Path
 
+from environments.own import own_kind
 from environments.runtime import Runtime
 from foundation.local import LocalProvider
 from tasks import Task, load_tasks
+from tasks.own import read_environment
 
 IMAGE = "local/starter"
 # images/starter/make-fs.sh's /starter, file for file (empty directories aside).
@@ -50,3 +53,15 @@ def starter(kind: str, index: int = 0) -> Task:
 async def local_runtime() -> AsyncIterator[Runtime]:
     async with Runtime.local(LocalProvider({IMAGE: SEED})) as runtime:
         yield runtime
+
+
+def environment_of_your_own(root: Path, manifest: str, tasks: str, reward: str) -> list[Task]:
+    """An environment directory of yours written at `root` (environment.toml, tasks.jsonl,
+    reward.py, a Dockerfile no local sandbox builds), its kind registered as a sweep's task set
+    registers it; its tasks."""
+    for name, text in (("environment.toml", manifest), ("tasks.jsonl", tasks), ("reward.py", reward),
+                       ("Dockerfile", "FROM scratch\n")):
+        (root / name).write_text(text)
+    own = read_environment(root)
+    own_kind(own)
+    return own.tasks()

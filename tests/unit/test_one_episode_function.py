@@ -11,14 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from environments.own import own_kind
 from environments.runtime import Runtime
 from foundation.local import LocalProvider
 from foundation.settings import PROJECT_ROOT
 from orchestrator.fidelity.validate import validate_all
 from orchestrator.tasks_cli.check import Checker
 from tasks import Task
-from tasks.own import read_environment
+from tests.local_starter import environment_of_your_own
 
 PLAYERS = {  # module -> the function that plays its episodes
     "orchestrator/sweep/runner.py": "run_episode",
@@ -63,13 +62,7 @@ async def reward(sandbox, task, answer):
 
 @pytest.fixture(scope="module")
 def task(tmp_path_factory: pytest.TempPathFactory) -> Task:
-    root = tmp_path_factory.mktemp("print-three")
-    for name, text in (("environment.toml", MANIFEST), ("tasks.jsonl", TASKS), ("reward.py", REWARD),
-                       ("Dockerfile", "FROM scratch\n")):
-        (root / name).write_text(text)
-    own = read_environment(root)
-    own_kind(own)
-    [found] = own.tasks()
+    [found] = environment_of_your_own(tmp_path_factory.mktemp("print-three"), MANIFEST, TASKS, REWARD)
     return found
 
 

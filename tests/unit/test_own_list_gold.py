@@ -16,14 +16,13 @@ from agents.base import get_strategy
 from agents.episode import play
 from agents.models import OracleModel
 from environments import make_environment
-from environments.own import own_kind
 from environments.runtime import Runtime
 from foundation.local import LocalProvider
 from orchestrator.store import EpisodeKey, EpisodeRecord, TurnRecord
 from orchestrator.store.episode_detail import episode_detail
 from orchestrator.view.breakdown import value
 from tasks import Task
-from tasks.own import read_environment
+from tests.local_starter import environment_of_your_own
 from tests.stores import rows, write_episodes
 
 MANIFEST = 'name = "two-steps"\nlanguage = "shell"\nscore_every_action = false\n'
@@ -40,13 +39,7 @@ async def reward(sandbox, task, answer):
 @pytest.fixture(scope="module")
 def task(tmp_path_factory: pytest.TempPathFactory) -> Task:
     """The environment's one task, its kind registered (as a sweep's task set registers it)."""
-    root = tmp_path_factory.mktemp("two-steps")
-    for name, text in (("environment.toml", MANIFEST), ("tasks.jsonl", TASKS), ("reward.py", REWARD),
-                       ("Dockerfile", "FROM scratch\n")):
-        (root / name).write_text(text)
-    own = read_environment(root)
-    own_kind(own)
-    [found] = own.tasks()
+    [found] = environment_of_your_own(tmp_path_factory.mktemp("two-steps"), MANIFEST, TASKS, REWARD)
     assert isinstance(found.gold, list) and len(found.gold) == 2
     return found
 
