@@ -54,6 +54,8 @@ async def validate_one(runtime: Runtime, kind: str, task: Task) -> GoldOutcome:
         return GoldOutcome(task.id, None, "unavailable", {"reason": str(exc).split(": ", 1)[-1]})
     if played.failure is not None:
         return GoldOutcome(task.id, None, "error", {"reason": str(played.failure)})
+    if not played.outcome.turns:
+        return GoldOutcome(task.id, None, "error", {"reason": "the episode ended before the gold's first action"})
     last = played.outcome.turns[-1]
     return GoldOutcome(task.id, last.reward, "pass" if last.reward == 1 else "fail", last.breakdown or {})
 

@@ -119,6 +119,8 @@ class Checker:
         self._keep(task, agent, files)
         if played.failure is not None:
             return Run(None, str(played.failure), isinstance(played.failure, VerifierTimedOut), files=files)
+        if not turns:  # the environment ended it before the agent acted
+            return Run(None, "the episode ended before its first action", files=files)
         return Run(turns[-1].reward, "", cause=_cause(turns), files=files)
 
     def _keep(self, task: Task, agent: str, files: dict[str, str]) -> None:
