@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 import aiodocker
 
 from foundation.engine import engine_call
-from foundation.engine_gate import releasing_network
 from foundation.errors import DriverExited, SandboxError
 from foundation.sandbox import ActionLimits, TooLarge
 from foundation.driver_client import DriverClient, ExecResult, PythonResult, PythonRun
@@ -142,8 +141,7 @@ class ContainerSandbox:
             raise SandboxError("a ctime can be set only where the container's layer is on this host",
                                container_id=self.container_id, image=self.image)
         self.mark_broken("its layer's ctimes were set offline")
-        async with releasing_network(member.docker), \
-                engine_call("stop the container", container_id=self.container_id, image=self.image):
+        async with engine_call("stop the container", container_id=self.container_id, image=self.image):
             await member.container.kill(signal="SIGKILL")
             await member.container.wait()
         stamped = await restamp_ctimes(Path(member.upper_dir).parent, stamps, self.container_id)
