@@ -4,7 +4,9 @@ Measures, in one run on this machine: a warm lease, the round trip of the action
 the driver and through `docker exec`, a reset against creating a container, and sustained
 actions per second at concurrency 1, 8 and 32. What the disk cap costs (foundation/pool/disk.py)
 is measured side by side: creating and resetting a container with the cap and without, in
-alternation. Ends with one `name: value` line per figure.
+alternation; and what the engine's gate costs (foundation/engine_gate.py): 32 running containers
+removed at once through it (one at a time) and straight (all at once), in alternation. Ends with
+one `name: value` line per figure.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from foundation.logs import configure
 from foundation.pool import ImagePoolConfig, Pool
 from foundation.pool.container import create_container
 from foundation.pool.driver import DriverClient
-from foundation.pool.ownership import Owner, labels_for
+from foundation.pool.ownership import Owner, labels_for, remove_quietly
 
 IMAGE = "intercode/nl2bash-fs1"
 
@@ -94,6 +96,23 @@ async def sustained(pool: Pool, concurrency: int, seconds: float) -> float:
     return count / (time.perf_counter() - start)
 
 
+async def removal_burst(docker: aiodocker.Docker, labels: dict[str, str], gated: bool, n: int = 32) -> float:
+    """Seconds to remove `n` running containers at once: through the gate (remove_quietly) or
+    straight to the engine."""
+    made = []
+    for _ in range(n):
+        container = await docker.containers.create({"Image": IMAGE, "Cmd": ["sleep", "infinity"], "Labels": labels,
+                                                    "HostConfig": {"NetworkMode": "none", "Init": True}})
+        await container.start()
+        made.append(container)
+    start = time.perf_counter()
+    if gated:
+        await asyncio.gather(*(remove_quietly(docker, c.id) for c in made))
+    else:
+        await asyncio.gather(*(c.delete(force=True, v=True) for c in made))
+    return time.perf_counter() - start
+
+
 async def main(args: argparse.Namespace) -> None:
     async with engine() as docker:
         async with Pool(docker, {IMAGE: ImagePoolConfig(min_idle=4, max_size=32, max_uses=10_000)}) as pool:
@@ -132,6 +151,13 @@ async def main(args: argparse.Namespace) -> None:
             create_p50, _ = show(f"create + start + driver ready (cap: {pool.disk.mode})", creates[True])
             create_uncapped_p50, _ = show("create + start + driver ready, no cap", creates[False])
 
+            bursts: dict[bool, list[float]] = {True: [], False: []}
+            for _ in range(args.n_bursts):
+                for gated in (True, False, False, True):
+                    bursts[gated].append(await removal_burst(docker, labels, gated))
+            burst_gated, _ = show("32 running containers removed, gated", bursts[True])
+            burst_free, _ = show("32 running containers removed, all at once", bursts[False])
+
             rates = {}
             await pool.wait_idle(IMAGE, 32, timeout=300)
             for concurrency in (1, 8, 32):
@@ -149,6 +175,8 @@ async def main(args: argparse.Namespace) -> None:
     print(f"create_p50_ms: {create_p50:.3f}")
     print(f"create_uncapped_p50_ms: {create_uncapped_p50:.3f}")
     print(f"disk_cap_create_cost_ms: {create_p50 - create_uncapped_p50:.1f}")
+    print(f"removals_per_s_gated: {32e3 / burst_gated:.1f}")
+    print(f"removals_per_s_all_at_once: {32e3 / burst_free:.1f}")
 
 
 if __name__ == "__main__":
@@ -157,5 +185,6 @@ if __name__ == "__main__":
     parser.add_argument("--n", type=int, default=500, help="samples for lease and action timings")
     parser.add_argument("--n-exec", type=int, default=100, help="samples of docker exec")
     parser.add_argument("--n-create", type=int, default=10, help="samples of container creation")
+    parser.add_argument("--n-bursts", type=int, default=2, help="rounds of removal bursts (each: gated, free, free, gated)")
     parser.add_argument("--seconds", type=float, default=5.0, help="length of each sustained run")
     asyncio.run(main(parser.parse_args()))

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import aiodocker
 
 from foundation.engine import engine_call
+from foundation.engine_gate import releasing_network
 from foundation.errors import DriverExited, SandboxError
 from foundation.sandbox import ActionLimits, TooLarge
 from foundation.driver_client import DriverClient, ExecResult, PythonResult, PythonRun
@@ -109,8 +110,10 @@ class ContainerSandbox:
         spares only PID 1): that is the agent's doing, so the episode goes on with a new driver, and
         the container is retired at the lease's end (what the action left is not the pool's to
         reset). A container that stopped is infrastructure: `lost` is raised, also when it was
-        still stopping as we looked (killed from outside) and the new driver found it stopped."""
-        if not await self._member.running():
+        still stopping as we looked (killed from outside) and the new driver found it stopped.
+        So is a container the pool took back (the engine came back from an outage, the pool
+        closes): closing its driver ended the action, and it may still run while its removal waits."""
+        if self._taken_back() or not await self._member.running() or self._taken_back():
             raise lost
         self.mark_broken("an action killed every process of the container")
         try:
@@ -120,9 +123,15 @@ class ContainerSandbox:
                 alive = await self._member.running()
             except SandboxError:  # gone altogether
                 alive = False
-            if not alive:
+            if not alive or self._taken_back():
                 raise lost from None
             raise
+        if self._taken_back():
+            raise lost
+
+    def _taken_back(self) -> bool:
+        """Whether the pool took the container out of service while it was leased."""
+        return not self._member.usable
 
     async def layer_is_ours(self) -> bool:
         """Whether the container's writable layer is a file system of ours (a disk cap's, layer-fs),
@@ -141,7 +150,8 @@ class ContainerSandbox:
             raise SandboxError("a ctime can be set only where the container's layer is on this host",
                                container_id=self.container_id, image=self.image)
         self.mark_broken("its layer's ctimes were set offline")
-        async with engine_call("stop the container", container_id=self.container_id, image=self.image):
+        async with releasing_network(member.docker), \
+                engine_call("stop the container", container_id=self.container_id, image=self.image):
             await member.container.kill(signal="SIGKILL")
             await member.container.wait()
         stamped = await restamp_ctimes(Path(member.upper_dir).parent, stamps, self.container_id)

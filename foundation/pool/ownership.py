@@ -18,6 +18,7 @@ import aiodocker
 import structlog
 
 from foundation.engine import engine_call
+from foundation.engine_gate import releasing_network
 from foundation.errors import SandboxError
 
 log = structlog.get_logger(__name__)
@@ -128,7 +129,7 @@ async def remove_quietly(docker: aiodocker.Docker, container_id: str) -> None:
     """Force-remove; a container that is already gone is not an error. SandboxError (EngineLost
     when the engine does not answer) when it could not be removed."""
     try:
-        async with engine_call("remove the container", container_id=container_id):
+        async with releasing_network(docker), engine_call("remove the container", container_id=container_id):
             await docker.containers.container(container_id).delete(force=True, v=True)
     except aiodocker.DockerError as exc:
         if exc.status not in (404, 409):  # 409: removal already in progress

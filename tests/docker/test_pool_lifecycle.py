@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
 import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 import structlog
 
+from foundation.engine import engine_host
+from foundation.engine_gate import gate_path
+from foundation.errors import DriverExited
 from foundation.logs import configured
 from foundation.pool import ImagePoolConfig, Pool
 from foundation.pool.container import ContainerState
 from foundation.pool.ownership import MANAGED, OWNER, Owner
 from tests.conftest import PROJECT, containers_of_run
+from tests.processes import ended_async
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -67,7 +74,7 @@ async def test_signal_removes_every_container(docker, fs1_image, sig):
     proc = await start_holder("-m", "orchestrator", "pool", "demo", "--size", "2", "--episodes", "2", "--hold", "600")
     assert len(await owned_by(docker, proc.pid)) == 2
     proc.send_signal(sig)
-    _, err = await asyncio.wait_for(proc.communicate(), 60)
+    _, err = await ended_async(proc, 60)
     assert proc.returncode == 130, err.decode()
     assert "Traceback" not in err.decode()
     assert await owned_by(docker, proc.pid) == []
@@ -119,6 +126,41 @@ async def test_a_lease_that_ends_while_the_pool_forgets_its_container_retires_it
             assert (await sandbox.run("echo hi")).output == "hi\n"
         run_id = pool.run_id
     assert await containers_of_run(docker, run_id) == []
+
+
+async def test_an_action_whose_container_the_pool_takes_back_is_lost_not_the_agent_s_doing(make_pool, fs1_image):
+    """The engine came back from an outage while an action ran: the pool forgets its container,
+    which closes the driver's stream under the action, and the container's removal waits its turn
+    at the engine's gate (here held by the test, as another process's removal would). The action
+    is the infrastructure's loss (DriverExited: the episode is run again), never the agent's
+    KILLED observation, which a check of "does the container still run?" gave while the removal
+    waited (found by tests/docker/test_engine_restart.py's frozen engine: a solved starter task
+    stored as 0.67)."""
+    async with make_pool({fs1_image: ImagePoolConfig(min_idle=0, max_size=1)}) as pool:
+        with held_gate():
+            async with pool.lease(fs1_image) as sandbox:
+                action = asyncio.create_task(sandbox.run("sleep 30", timeout=60))
+                await asyncio.sleep(0.5)  # the action runs
+                pool.suspend("the test's outage")
+                recovering = asyncio.create_task(pool.recover())
+                try:
+                    with pytest.raises(DriverExited):
+                        await asyncio.wait_for(action, 20)
+                finally:
+                    action.cancel()
+            assert not recovering.done()  # the removal still waits at the gate
+        await asyncio.wait_for(recovering, 60)
+
+
+@contextmanager
+def held_gate() -> Iterator[None]:
+    """The engine's gate held as another process would hold it (a `flock` of its own)."""
+    fd = os.open(gate_path(engine_host()), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 async def test_a_normal_shutdown_logs_removals_and_only_a_broken_container_as_broken(make_pool, fs1_image):
