@@ -14,6 +14,8 @@ import aiodocker
 import pytest
 
 from foundation.engine_gate import gate_path, releasing_network
+from foundation.engine import EngineSettings, engine_settings
+from foundation.errors import EngineStalled
 
 HOLDER = """
 import asyncio, os, sys
@@ -86,3 +88,73 @@ def test_another_engine_s_holder_does_not_wait(tmp_path: Path, monkeypatch: pyte
     asyncio.run(main())
     for host in (busy, free):
         gate_path(host).unlink(missing_ok=True)
+
+
+def test_after_a_holder_s_call_stalls_its_queue_fails_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A half-hung engine answers no removal: the holder's call passes its deadline (EngineStalled),
+    and the removals queued behind it fail at once (EngineLost, not tried: the engine's outage and
+    the next start deal with them) instead of each waiting out a deadline of its own, one after
+    another (a pool of 60 closing for an hour)."""
+    monkeypatch.setenv("DOCKER_HOST", f"unix:///nonexistent/{uuid.uuid4().hex}.sock")
+
+    async def main() -> list[str]:
+        docker = aiodocker.Docker(url="unix:///nonexistent/gate-test.sock")
+        try:
+            async def stalls() -> None:
+                async with releasing_network(docker):
+                    await asyncio.sleep(0.2)
+                    raise EngineStalled("the engine stopped answering (the test's removal)")
+
+            async def queued() -> None:
+                async with releasing_network(docker):
+                    raise AssertionError("a removal queued behind a stalled one was tried")
+
+            first = asyncio.create_task(stalls())
+            await asyncio.sleep(0.05)  # the first holds the gate
+            results = await asyncio.gather(first, *(queued() for _ in range(5)), return_exceptions=True)
+            async with releasing_network(docker):  # one that comes later is tried again
+                pass
+            return [type(r).__name__ for r in results]
+        finally:
+            await docker.close()
+
+    assert asyncio.run(main()) == ["EngineStalled"] + ["EngineLost"] * 5
+
+
+def test_a_gate_held_by_another_process_past_the_deadline_fails_the_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process stopped while it held the gate (Ctrl-Z, SIGSTOP) never lets go: the wait ends at
+    the engine call's deadline with GateHeld, and the queue behind it fails at once."""
+    host = f"unix:///nonexistent/{uuid.uuid4().hex}.sock"
+    monkeypatch.setenv("DOCKER_HOST", host)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_FOR_EVER, str(gate_path(host))], stdout=subprocess.PIPE,
+                              text=True)
+
+    async def main() -> list[str]:
+        docker = aiodocker.Docker(url="unix:///nonexistent/gate-test.sock")
+        try:
+            async def waits() -> None:
+                async with releasing_network(docker):
+                    raise AssertionError("entered a gate another process holds")
+
+            with engine_settings(EngineSettings(call_timeout=0.5)):
+                results = await asyncio.gather(*(waits() for _ in range(4)), return_exceptions=True)
+            return [type(r).__name__ for r in results]
+        finally:
+            await docker.close()
+
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        assert asyncio.run(main()) == ["GateHeld"] + ["EngineLost"] * 3
+    finally:
+        holder.kill()
+        holder.communicate()
+        gate_path(host).unlink(missing_ok=True)
+
+
+HOLD_FOR_EVER = """
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+time.sleep(600)
+"""
