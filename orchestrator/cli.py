@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 
 from foundation import logs
 from foundation.errors import UserError
+from foundation.stacks import dump_on_signal
 
 Handler = Callable[[argparse.Namespace], Awaitable[int]]
 
@@ -55,15 +56,18 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 
 async def _run_cancellable(handler: Handler, args: argparse.Namespace) -> int:
-    """Run the handler; SIGTERM cancels it like Ctrl-C does, so every cleanup path runs."""
+    """Run the handler; SIGTERM cancels it like Ctrl-C does, so every cleanup path runs; SIGUSR1
+    logs what every task waits on (foundation/stacks.py)."""
     task = asyncio.current_task()
     loop = asyncio.get_running_loop()
     assert task is not None
     loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    dump_on_signal(loop)  # kill -USR1: where every task waits, to the log
     try:
         return await handler(args)
     finally:
         loop.remove_signal_handler(signal.SIGTERM)
+        loop.remove_signal_handler(signal.SIGUSR1)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,6 +22,7 @@ from tasks import Task
 from tasks.registry import load_tasks
 from tests.cluster_fixture import LocalCluster, containers_of, killed
 from tests.second_engine import image_id
+from tests.processes import ended_async
 
 # A Ray cluster of three nodes, each with an engine of its own, beside the suite's: ./dev test-long
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.cluster, pytest.mark.long]
@@ -59,7 +60,7 @@ async def cluster_status(address: str) -> subprocess.CompletedProcess[str]:
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "orchestrator", "cluster", "status", "--ray", address,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await asyncio.wait_for(process.communicate(), 120)
+    out, err = await ended_async(process, 120)
     return subprocess.CompletedProcess(["cluster", "status"], process.returncode, out.decode(), err.decode())
 
 

@@ -30,6 +30,7 @@ from tasks import load_tasks
 from tests.cluster_fixture import LocalCluster
 from tests.second_engine import image_id
 from tests.stores import rows as stored_rows
+from tests.processes import ended
 
 # A Ray cluster of three nodes, each with an engine of its own, beside the suite's: ./dev test-long
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.cluster, pytest.mark.long]
@@ -56,12 +57,7 @@ def start_sweep(path: Path, data_dir: Path, *args: str) -> subprocess.Popen[str]
 
 
 def finish(process: subprocess.Popen[str]) -> str:
-    try:
-        _, err = process.communicate(timeout=SWEEP_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        _, err = process.communicate()
-        raise AssertionError(f"the sweep took longer than {SWEEP_TIMEOUT:g} s: {err[-2000:]}") from None
+    _, err = ended(process, SWEEP_TIMEOUT)
     assert process.returncode == 0, err[-3000:]
     return err
 
@@ -260,7 +256,7 @@ def test_a_node_without_docker_is_one_line_before_any_episode(cluster: LocalClus
     number = cluster.add_node("unix:///nonexistent/docker.sock")
     try:
         process = start_sweep(path, data_dir, "--ray", cluster.address)
-        _, err = process.communicate(timeout=SWEEP_TIMEOUT)
+        _, err = ended(process, SWEEP_TIMEOUT)
     finally:
         cluster.stop_node(number)
     assert process.returncode == 2
@@ -289,13 +285,13 @@ def test_an_unreachable_cluster_is_one_line_and_keeps_the_results(tmp_path: Path
             '[budget]\ntokens = 1\n')
     path = sweep_file(tmp_path, "kept", body, strategies=["single"], concurrency=1)
     first = start_sweep(path, data_dir)
-    _, err = first.communicate(timeout=SWEEP_TIMEOUT)
+    _, err = ended(first, SWEEP_TIMEOUT)
     assert first.returncode == 1 and "episodes not started" in err  # the budget stopped it: some left to run
     query = "SELECT task_id, status, reward, host FROM episodes ORDER BY task_id"
     before = rows(tmp_path / "kept", query)
     assert 0 < len(before) < 4
     process = start_sweep(path, data_dir, "--ray", "127.0.0.1:1")
-    _, err = process.communicate(timeout=SWEEP_TIMEOUT)
+    _, err = ended(process, SWEEP_TIMEOUT)
     assert process.returncode == 2
     assert err.strip().splitlines() == ["error: no Ray cluster at 127.0.0.1:1: Connect call failed ('127.0.0.1', 1)"]
     assert rows(tmp_path / "kept", query) == before

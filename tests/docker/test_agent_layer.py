@@ -15,6 +15,7 @@ from foundation.settings import PROJECT_ROOT
 from orchestrator.images.agent_layer import RUNTIME_DIR, extract
 from orchestrator.images.specs import RUNTIME, get
 from tests.conftest import require_image
+from tests.processes import ended_async
 
 pytestmark = pytest.mark.docker
 
@@ -63,7 +64,7 @@ async def test_sweeps_copying_one_image_at_once_each_get_it_whole(docker, tmp_pa
     processes = [await asyncio.create_subprocess_exec(sys.executable, "-c", COPY, str(shared), cwd=PROJECT_ROOT,
                                                       stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
                  for _ in range(4)]
-    outputs = [await asyncio.wait_for(process.communicate(), 300) for process in processes]
+    outputs = [await ended_async(process, 300) for process in processes]
     assert [process.returncode for process in processes] == [0] * 4, [err.decode()[-500:] for _, err in outputs]
     copy = Path(outputs[0][0].decode().strip())
     assert {Path(out.decode().strip()) for out, _ in outputs} == {copy}

@@ -25,6 +25,7 @@ from foundation.settings import PROJECT_ROOT
 from tests.engine_proxy import HangingProxy
 from tests.second_engine import SecondEngine
 from tests.docker.test_sweep_kill import results, stored
+from tests.processes import ended
 
 # An engine stopped, frozen or half-hung takes its own time to come back: ./dev test-long (5 min)
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.long]
@@ -75,7 +76,7 @@ def reference(second_engine: SecondEngine, tmp_path_factory: pytest.TempPathFact
     """The episodes and rewards of an uninterrupted run."""
     out = tmp_path_factory.mktemp("reference")
     process = start(sweep_file(out, wait=300), second_engine)
-    _, err = process.communicate(timeout=600)
+    _, err = ended(process, 600, log=out / "runs" / "sweep.log")
     assert process.returncode == 0, err
     rows = results(out / "runs")
     assert len(rows) == TOTAL
@@ -129,7 +130,7 @@ def test_an_engine_restart_mid_sweep_costs_re_runs_not_results(second_engine, re
         time.sleep(outage)  # the outage itself: the engine is away this long
         second_engine.start()
         answering = time.time()
-        _, err = process.communicate(timeout=600)
+        _, err = ended(process, 600, log=out / "sweep.log")
     finally:
         if process.poll() is None:
             process.kill()
@@ -157,7 +158,7 @@ def test_an_engine_that_stays_away_stops_the_sweep_with_one_line(second_engine, 
     try:
         wait_for(process, out, STOP_AFTER)
         second_engine.stop()
-        _, err = process.communicate(timeout=120)
+        _, err = ended(process, 120, log=out / "sweep.log")
     finally:
         if process.poll() is None:
             process.kill()
@@ -175,7 +176,7 @@ def test_an_engine_that_stays_away_stops_the_sweep_with_one_line(second_engine, 
     assert not {"task_error", "timeout", "infra_error"} & set(episode_statuses), episode_statuses
 
     resumed = start(path, second_engine)  # the engine is back: the same command finishes the sweep
-    _, err = resumed.communicate(timeout=600)
+    _, err = ended(resumed, 600, log=out / "sweep.log")
     assert resumed.returncode == 0, err
     assert results(out) == reference
     assert kept >= STOP_AFTER
@@ -185,12 +186,7 @@ def test_an_engine_that_stays_away_stops_the_sweep_with_one_line(second_engine, 
 def finished_as_the_reference(process: subprocess.Popen[str], out: Path, reference: list[tuple],
                               engine: SecondEngine) -> str:
     """Wait for the sweep; it must end as an uninterrupted run would have. Its stderr."""
-    try:
-        _, err = process.communicate(timeout=600)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
+    _, err = ended(process, 600, log=out / "sweep.log")
     assert process.returncode == 0 and "Traceback" not in err, err
     assert results(out) == reference
     episode_statuses, run_statuses, _ = statuses(out)

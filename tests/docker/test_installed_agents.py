@@ -17,6 +17,7 @@ import pytest
 from foundation.settings import PROJECT_ROOT
 from orchestrator.cli import main
 from tests.stores import rows
+from tests.processes import ended
 
 pytestmark = pytest.mark.docker
 EXAMPLE = PROJECT_ROOT / "examples" / "installed-agent" / "sweep.toml"
@@ -83,7 +84,7 @@ def test_the_container_has_no_network_and_no_key(tmp_path, capsys):
                                        capture_output=True, text=True).stdout.strip()
             modes |= {inspected} if inspected else set()  # gone since: nothing to say
         time.sleep(0.5)
-    _, err = process.communicate(timeout=60)
+    _, err = ended(process, 60)
     assert process.returncode == 0, err
     assert modes == {"none"}, modes
     breakdown = json.loads(rows(tmp_path / "out", "SELECT breakdown FROM turns WHERE action LIKE 'sleep 4%'")[0][0])

@@ -21,6 +21,7 @@ import pytest
 from foundation.settings import PROJECT_ROOT
 from tests.docker.test_sweep import one_error_line, our_containers, rows, sweep, sweep_file
 from tests.docker.test_sweep_kill import results, stored
+from tests.processes import ended
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -88,7 +89,7 @@ def start(directory: Path, name: str, *, epochs: int, latency: float) -> tuple[s
 
 
 def finish(process: subprocess.Popen[str]) -> None:
-    _, err = process.communicate(timeout=600)
+    _, err = ended(process, 600)
     assert process.returncode == 0, err
 
 

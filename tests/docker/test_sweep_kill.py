@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.processes import ended
 
 from foundation.settings import PROJECT_ROOT
 
@@ -96,7 +97,7 @@ def kill_when(process: subprocess.Popen, out: Path, at_least: int, deadline: flo
 @pytest.mark.alone  # another process's pool start would reap what this test counts
 def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path):
     reference = start(sweep_file(tmp_path, "reference"))
-    _, err = reference.communicate(timeout=600)
+    _, err = ended(reference, 600, log=tmp_path / "reference" / "sweep.log")
     assert reference.returncode == 0, err
     expected = results(tmp_path / "reference")
     assert len(expected) == TOTAL
@@ -111,7 +112,7 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path):
     assert stored(out) < TOTAL
 
     final = start(path)
-    _, err = final.communicate(timeout=600)
+    _, err = ended(final, 600, log=out / "sweep.log")
     assert final.returncode == 0, err
     got = results(out)
     assert len(got) == len({row[:5] for row in got}) == TOTAL  # no duplicates, none missing

@@ -19,6 +19,7 @@ from agents.llm.server import Rule, ScriptedLLMServer, ServerConfig
 from foundation.settings import PROJECT_ROOT
 from orchestrator.store.transcript import decode
 from tests.stores import rows
+from tests.processes import ended_async
 
 SWEEP = """name = "transcripts"
 strategies = ["try_again_fenced", "tools"]
@@ -61,12 +62,7 @@ async def test_a_sweep_stores_what_each_call_sent_and_each_kinds_reward_parts(tm
             sweep = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "orchestrator", "sweep", str(tmp_path / f"{keep}.toml"), "--output",
                 str(tmp_path / keep), "--quiet", cwd=PROJECT_ROOT, stderr=asyncio.subprocess.PIPE)
-            try:
-                _, err = await asyncio.wait_for(sweep.communicate(), 600)
-            finally:  # a sweep past the test's time is ended (SIGKILL: the next pool's start reaps its containers)
-                if sweep.returncode is None:
-                    sweep.kill()
-                    await sweep.wait()
+            _, err = await ended_async(sweep, 600, log=tmp_path / keep / "sweep.log")
             assert sweep.returncode == 0, err.decode()[-2000:]
             if keep == "true":  # what the first sweep's calls sent, as the server received it
                 seen = sorted(_sent(r.body["messages"], r.body.get("tools")) for r in server.requests)
