@@ -84,8 +84,9 @@ def test_capped_text_keeps_characters_strips_and_refuses_bytes():
 
 def _pumped(argv: list[str], timeout: float, cap: int = 1 << 16, flood: int = 1 << 20,
             linger: float = 0.0) -> tuple[str, bytes, float]:
+    start = time.monotonic()  # before the spawn: the child's own sleeps start after it, however loaded the machine
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-    capture, start = Capture(cap, flood), time.monotonic()
+    capture = Capture(cap, flood)
     try:
         assert proc.stdout is not None
         outcome = pump(proc.stdout.fileno(), proc, start + timeout, capture, linger=linger)
