@@ -53,7 +53,7 @@ async def play(strategy: Strategy, env: EpisodeEnvironment, task: Task, model: M
     submitted here, as a last turn without a model answer. A multi-step task is run as Harbor runs
     it: each step a fresh run of the strategy with the step's instruction and a turn budget of its
     own, in the same container; the episode's record keeps every step's turns."""
-    steps: list[dict[str, Any]] = list(task.meta.get("steps") or []) if kind_spec(task.env).submit_at_end else []
+    steps: list[dict[str, Any]] = list(task.meta.get("steps") or []) if kind_spec(task.kind).submit_at_end else []
     if steps:
         task = replace(task, meta={**task.meta, "step_runs": True})
     outcome = await strategy.run(env, task, model, max_turns=max_turns)

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 def fenced(task: Task, action: str) -> str:
     """`action` as a model would write it: one fenced block in the language of the task's kind."""
-    return f"```{kind_spec(task.env).fence}\n{action}\n```"
+    return f"```{kind_spec(task.kind).fence}\n{action}\n```"
 
 
 def answer_as(task: Task, action: str, style: AnswerStyle = "fenced", turn: int = 0) -> str:
@@ -45,7 +45,7 @@ def answer_as(task: Task, action: str, style: AnswerStyle = "fenced", turn: int 
                            "commands": commands, "task_complete": done})
     if style == "plan":
         return plan_as([action])
-    if style == "paper" and not kind_spec(task.env).paper_fenced:
+    if style == "paper" and not kind_spec(task.kind).paper_fenced:
         return action
     return fenced(task, action)
 
@@ -66,7 +66,7 @@ def planned(actions: Sequence[str]) -> list[str]:
 def tool_call_as(task: Task, action: str, call_id: str) -> ToolCall:
     """`action` as a model offered tools would make it: `submit` (with the kind's parameter, when
     it takes one: CTF's flag) or a call of the kind's tool with the action as its argument."""
-    spec = kind_spec(task.env)
+    spec = kind_spec(task.kind)
     word, _, rest = action.strip().partition(" ")
     if word != "submit":
         return ToolCall(call_id, spec.tool_name, json.dumps({spec.tool_argument: action}))

@@ -32,7 +32,7 @@ WRONG = "I will look at the data first.\n```sql\nSELECT 1\n```"  # never the ans
 
 async def episode(runtime: Runtime, strat: Strategy, task: Task, model: Model, max_turns: int) -> EpisodeOutcome:
     try:
-        async with make_environment(task.env, runtime) as env:
+        async with make_environment(task.kind, runtime) as env:
             return await strat.run(env, task, model, max_turns=max_turns)
     except Exception as exc:  # noqa: BLE001 — a lost episode is what we count, with its reason
         return EpisodeOutcome(task.id, status="model_error", error=f"{type(exc).__name__}: {exc}")

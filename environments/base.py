@@ -183,8 +183,8 @@ class Environment(ABC):
     async def reset(self, task: Task, *, multi_turn: bool = False) -> str:
         """Start an episode of `task` (ending any running one) and return its query. `multi_turn`:
         the episode is driven by a multi-turn harness (the agent may go on after a wrong answer)."""
-        if task.env != self.kind:
-            raise EpisodeError(f"a {self.kind} environment can't run {task.env} task {task.id}")
+        if task.kind != self.kind:
+            raise EpisodeError(f"a {self.kind} environment can't run {task.kind} task {task.id}")
         if reason := task.meta.get("unavailable"):
             raise TaskUnavailable(f"task {task.id} is unavailable here: {reason}")
         await self._end()

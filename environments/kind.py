@@ -163,4 +163,4 @@ def kind_of_export(export_name: str) -> KindSpec | None:
 
 def gold_actions(task: Task) -> list[str]:
     """The oracle's actions for `task`, one a turn: its kind's rule."""
-    return kind_spec(task.env).gold_actions(task)
+    return kind_spec(task.kind).gold_actions(task)

@@ -85,7 +85,7 @@ def _task(folder: Path, label: str, index: int) -> Task:
         meta["unavailable"] = f"{folder.name}: {exc}"
     meta.setdefault("digest", "")
     image = "" if "unavailable" in meta else image_of(folder)  # nothing to build for a task we can't run
-    return Task(env=KIND, dataset=label, index=index, query=query, gold=gold, image=image, meta=meta, name=folder.name)
+    return Task(kind=KIND, dataset=label, index=index, query=query, gold=gold, image=image, meta=meta, name=folder.name)
 
 
 def _read(folder: Path) -> tuple[dict[str, Any], list[str]]:

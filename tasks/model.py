@@ -19,7 +19,7 @@ class Task:
     `test_setup_code`, a CTF task's `tags` or `setup`, Spider's `hardness`.
     """
 
-    env: str  # "bash" | "sql" | "python" | "ctf"
+    kind: str  # the environment kind: "bash" | "sql" | "python" | "ctf" | "harbor" | one of yours
     dataset: str  # e.g. "nl2bash-fs1", "spider", "mbpp", "ctf", "starter-bash"
     index: int
     query: str

@@ -8,7 +8,7 @@ dataset + reward function"):
       reward.py          def reward(sandbox, task, answer): a number in [0, 1], or (number, {breakdown})
 
     own = read_environment(Path("my-env"))       # the manifest checked; ConfigError names the file
-    tasks = own.tasks()                            # Task(env=own.name, image=own.image, ...)
+    tasks = own.tasks()                            # Task(kind=own.name, image=own.image, ...)
 
 This module reads files only; the environment that runs such tasks is environments/own.py, and
 the image (the user's Dockerfile, then our layer with the driver) is built by orchestrator/images.
@@ -98,7 +98,7 @@ class OwnEnvironment:
             meta = {k: v for k, v in record.items() if k not in ("query", "gold")}
             if self.manifest.language == "sql" and not isinstance(meta.get("db"), str):
                 raise ConfigError(f"{self.dataset}: record {index + 1} names no `db` (the database its queries run in)")
-            tasks.append(Task(env=self.name, dataset=self.name, index=index, query=record["query"],
+            tasks.append(Task(kind=self.name, dataset=self.name, index=index, query=record["query"],
                               gold=_gold(self.dataset, index, record.get("gold", "")), image=self.image, meta=meta))
         return tasks
 

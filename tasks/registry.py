@@ -43,7 +43,7 @@ def _bird_fixup(record: dict[str, Any], data_dir: Path | None) -> dict[str, Any]
 @dataclass(frozen=True, slots=True)
 class DatasetInfo:
     name: str
-    env: str  # the environment kind its tasks run in
+    kind: str  # the environment kind its tasks run in
     image: str
     path: str  # relative to the data dir, or to tasks/starter for starter sets; or absolute
     starter: bool = False
@@ -152,7 +152,7 @@ def _json_lines(path: Path, text: str) -> list[Any]:
 def _task(info: DatasetInfo, index: int, record: dict[str, Any], data_dir: Path | None) -> Task:
     meta = {k: v for k, v in record.items() if k not in ("query", "gold")}
     meta.update(info.fixup(record, data_dir))
-    return Task(env=info.env, dataset=info.name, index=index, query=record["query"], gold=record.get("gold", ""),
+    return Task(kind=info.kind, dataset=info.name, index=index, query=record["query"], gold=record.get("gold", ""),
                 image=info.image, meta=meta)
 
 

@@ -112,12 +112,12 @@ class EpisodeHandle:
     def __init__(self, env: EpisodeEnvironment, task: Task, outcome: EpisodeOutcome, model: ModelHandle,
                  max_turns: int, gateway: GatewayAccess | None) -> None:
         self.env, self.task, self.outcome, self.model = env, task, outcome, model
-        self.spec = kind_spec(task.env)
+        self.spec = kind_spec(task.kind)
         self._max_turns, self._gateway, self.closed = max_turns, gateway, False
 
     query = property(lambda self: self.task.query)
     task_id = property(lambda self: self.task.id)
-    kind = property(lambda self: self.task.env)
+    kind = property(lambda self: self.task.kind)
     language = property(lambda self: self.spec.language)
     max_turns = property(lambda self: self._max_turns)
     turns_left = property(lambda self: max(self._max_turns - len(self.outcome.turns), 0))

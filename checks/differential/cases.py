@@ -55,7 +55,7 @@ class Suite:
 
 
 def gold_action(task: Task) -> str:
-    return f"submit {task.gold_text}" if task.env == "ctf" else task.gold_text
+    return f"submit {task.gold_text}" if task.kind == "ctf" else task.gold_text
 
 
 def gold_suites(kind: str, data_dir: Path, limit: int | None) -> list[Suite]:
@@ -89,7 +89,7 @@ def _recorded(finder: TaskFinder, episode: RecordedEpisode) -> Case | None:
 
 def _as_run(task: Task, action: str) -> str:
     """The older CTF harness wrote shell commands as `cmd ...`; both sides get the command."""
-    if task.env == "ctf" and action.strip().startswith("cmd "):
+    if task.kind == "ctf" and action.strip().startswith("cmd "):
         return action.strip()[4:]
     return action
 

@@ -117,7 +117,7 @@ class ClusterSite:
         host.in_flight += 1
         host.by_image[task.image] += 1
         try:
-            async with RemoteEnvironment(host.agent, task.env, host.lost, self._close_later, host.channel) as env:
+            async with RemoteEnvironment(host.agent, task.kind, host.lost, self._close_later, host.channel) as env:
                 yield Placed(env, host.resource, host.digests.get(task.image))
             host.ran += 1
         except Exception:

@@ -262,7 +262,7 @@ async def _replay_turns(env: Environment, finder: TaskFinder, episode: RecordedE
         prior = out[-1].ours if out[-1].ours is not None else prior
         if env.done:
             break
-    if kind_spec(task.env).reaches_network(task):  # replayed all the same: a later episode sees what it did
+    if kind_spec(task.kind).reaches_network(task):  # replayed all the same: a later episode sees what it did
         out = [replace(t, ours=None, agree=False, reason=NETWORK) for t in out]
     return EpisodeReplay(out)
 

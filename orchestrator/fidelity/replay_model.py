@@ -44,10 +44,10 @@ class ReplayModel:
     def _episode_of(self, task: Task) -> RecordedEpisode | None:
         query = _norm(task.query)
         for episode in self.episodes:
-            if episode.kind == task.env and _norm(episode.query) == query:
+            if episode.kind == task.kind and _norm(episode.query) == query:
                 return episode
         for episode in self.episodes:
-            found = self._finder.find(episode) if episode.kind == task.env else None
+            found = self._finder.find(episode) if episode.kind == task.kind else None
             if found is not None and found.id == task.id:
                 return episode
         return None

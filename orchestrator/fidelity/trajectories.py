@@ -316,10 +316,10 @@ class TaskFinder:
     def find_task(self, episode: RecordedEpisode) -> Task | None:
         """The episode's task, as its dataset has it."""
         named = FILES.get(Path(episode.dataset_path).name)
-        if named and DATASETS[named].env != episode.kind:  # a dataset of another kind: ignored
+        if named and DATASETS[named].kind != episode.kind:  # a dataset of another kind: ignored
             named = None
         candidates = [named] if named else []
-        candidates += [name for name, info in DATASETS.items() if info.env == episode.kind and name not in candidates]
+        candidates += [name for name, info in DATASETS.items() if info.kind == episode.kind and name not in candidates]
         query = _norm(episode.query)
         if named and type(episode.task_id) is int:  # not a bool, nor an id of another kind
             tasks = self.tasks(named)

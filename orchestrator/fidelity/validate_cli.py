@@ -39,8 +39,8 @@ async def run(args: argparse.Namespace) -> int:
                           "of your own")
     sets = args.tasks.split(",") if args.tasks else list(kind_spec(args.env).datasets)
     for name in sets:
-        if name not in DATASETS or DATASETS[name].env != args.env:
-            known = ", ".join(n for n, i in DATASETS.items() if i.env == args.env)
+        if name not in DATASETS or DATASETS[name].kind != args.env:
+            known = ", ".join(n for n, i in DATASETS.items() if i.kind == args.env)
             raise ConfigError(f"{name!r} is not a {args.env} task set; known: {known}")
     data_dir = None if all(DATASETS[n].starter for n in sets) else resolve_data_dir(args.data_dir)
     tasks = [task for name in sets for task in load_tasks(name, data_dir)[: args.limit]]

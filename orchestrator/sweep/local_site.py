@@ -54,7 +54,7 @@ class LocalSite:
     @asynccontextmanager
     async def environment(self, task: Task, avoid: frozenset[str] = frozenset()) -> AsyncIterator[Placed]:
         digest = await self.runtime.image_digest(task.image) if task.image else None  # a kind without containers has none
-        async with make_environment(task.env, self.runtime) as env:
+        async with make_environment(task.kind, self.runtime) as env:
             yield Placed(env, self.host, digest)
 
 

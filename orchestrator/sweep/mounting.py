@@ -98,8 +98,8 @@ async def _twin(docker: aiodocker.Docker, task: Task, strategy: str, binds: list
     if "unavailable" in task.meta or not task.image:
         return task
     why = ""
-    if not supports(task.env):
-        why = (f"{strategy!r} can't run a {task.env} task: it acts in a container's shell and is scored by the "
+    if not supports(task.kind):
+        why = (f"{strategy!r} can't run a {task.kind} task: it acts in a container's shell and is scored by the "
                "container's state or its last output (Bash, Harbor, your shell environments)")
     elif binds is None:
         cause = next((error for tag, error in failed.items() if tag.startswith(f"intercode/agent-{strategy}-")), "")

@@ -97,17 +97,17 @@ class EpisodeRunner:
 
     def _record(self, episode: PlannedEpisode, attempt: int) -> EpisodeRecord:
         task = episode.task
-        return EpisodeRecord(key=episode.key, env=task.env, dataset=task.dataset, task_index=task.index,
+        return EpisodeRecord(key=episode.key, env=task.kind, dataset=task.dataset, task_index=task.index,
                              query=task.query, gold=task.gold_text, image=task.image, max_turns=self.turns(task),
                              started_at=time.time(), attempts=attempt)
 
     def turns(self, task: Task) -> int:
         """The task's turn budget: its kind's own (a manifest's max_turns), else the sweep's."""
-        return kind_spec(task.env).max_turns or self.max_turns
+        return kind_spec(task.kind).max_turns or self.max_turns
 
     def time_limit(self, task: Task) -> float:
         """Seconds the task's episode may take: its own (a Harbor task's timeouts), else the sweep's."""
-        return kind_spec(task.env).time_limit(task) or self.timeout
+        return kind_spec(task.kind).time_limit(task) or self.timeout
 
     async def _play(self, episode: PlannedEpisode, record: EpisodeRecord, avoid: frozenset[str]) -> None:
         calls: list[LLMCall] = record.calls

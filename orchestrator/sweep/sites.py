@@ -89,7 +89,7 @@ async def _cluster_site(config: SweepConfig, placement: Placement, run_id: int,
 
     assert config.cluster is not None
     todo, images = placement.todo, placement.images
-    environments = tuple(sorted({directory for e in todo if (directory := kind_spec(e.task.env).directory)}))
+    environments = tuple(sorted({directory for e in todo if (directory := kind_spec(e.task.kind).directory)}))
     agent = AgentSettings(data_dir=str(data_dir) if data_dir else None, run_id=run_label(run_id),
                           reward_mode=config.reward_mode, pools=placement.pools, engine_wait=config.engine_wait,
                           engine_timeout=config.engine_timeout, node_gold_cache=True, environments=environments)

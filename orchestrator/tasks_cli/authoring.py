@@ -96,10 +96,10 @@ async def open_shell(path: Path, *, which: str | None, allow_internet: bool, hos
     if failed:
         raise ConfigError(f"task {task.id}: its image failed to build: {failed[task.image]}")
     async with Runtime.open(images={task.image: task_set.pools()[task.image]}) as runtime:
-        async with make_environment(task.env, runtime) as env:
+        async with make_environment(task.kind, runtime) as env:
             await env.reset(task, multi_turn=True)
             if not isinstance(env, WorkspaceEnv) or env.sandbox is None:
-                raise ConfigError(f"task {task.id} acts through no shell of a container (its kind is {task.env})")
+                raise ConfigError(f"task {task.id} acts through no shell of a container (its kind is {task.kind})")
             variables = env.variables(task)
             container = env.sandbox.container_id
             print(f"a shell in {task.id}'s container ({container[:12]}) in {env.workdir}, as its agent has it; "
@@ -117,6 +117,6 @@ def _one(tasks: list[Task], which: str | None, path: Path) -> Task:
         if not found:
             raise ConfigError(f"{path} has no task {which!r}; its tasks: {', '.join(t.name or str(t.index) for t in tasks[:10])}")
         return found[0]
-    if len(tasks) > 1 and tasks[0].env == "harbor":
+    if len(tasks) > 1 and tasks[0].kind == "harbor":
         raise ConfigError(f"{path} holds {len(tasks)} tasks: give one folder ({path}/{tasks[0].name}) or --task NAME")
     return tasks[0]

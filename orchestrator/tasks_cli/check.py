@@ -109,7 +109,7 @@ class Checker:
             files.update(await _verifier_files(env))
 
         try:
-            played = await run_episode(make_environment(task.env, self.runtime),
+            played = await run_episode(make_environment(task.kind, self.runtime),
                                        get_strategy("gold" if agent == "oracle" else "nop"), task, OracleModel(),
                                        max_turns=1, timeline=timeline, before_release=keep)
         except TaskUnavailable as exc:

@@ -68,7 +68,7 @@ class TaskSet:
     @property
     def kind(self) -> str:
         """The kind of its tasks (a set has one: your environment's name, `harbor`, or ours)."""
-        return self.tasks[0].env
+        return self.tasks[0].kind
 
     @property
     def images(self) -> list[str]:

@@ -41,7 +41,7 @@ async def local_rewards(tasks: list[Task], data_dir: Path) -> dict[str, float]:
     rewards = {}
     async with Runtime.open(data_dir=data_dir) as runtime:
         for task in tasks:
-            async with make_environment(task.env, runtime) as env:
+            async with make_environment(task.kind, runtime) as env:
                 outcome = await get_strategy(STRATEGY).run(env, task, OracleModel(), max_turns=MAX_TURNS)
             rewards[task.id] = outcome.reward
     return rewards
@@ -50,7 +50,7 @@ async def local_rewards(tasks: list[Task], data_dir: Path) -> dict[str, float]:
 async def remote_episode(agent: Any, task: Task) -> tuple[float, set[str]]:
     from orchestrator.cluster.remote import RemoteEnvironment
 
-    async with RemoteEnvironment(agent, task.env) as env:
+    async with RemoteEnvironment(agent, task.kind) as env:
         outcome = await get_strategy(STRATEGY).run(env, task, OracleModel(), max_turns=MAX_TURNS)
     return outcome.reward, set(env.hosts)
 
@@ -127,7 +127,7 @@ async def test_errors_reach_the_driver_as_ours(cluster: LocalCluster, data_dir: 
     agent = spawn("intercode_host_1", data_dir, run_id)
     host = cluster.engine_hosts[1]
     try:
-        async with RemoteEnvironment(agent, task.env) as env:
+        async with RemoteEnvironment(agent, task.kind) as env:
             with pytest.raises(EpisodeError):
                 await env.step("ls")  # before reset
             await env.reset(task)
@@ -167,7 +167,7 @@ async def test_a_reset_given_up_or_failed_holds_nothing_on_its_host(cluster: Loc
     channel = await open_channel("intercode_host_2", agent)
     try:
         for _ in range(3):  # given up mid-reset, three times: each late answer gives its lease back
-            env = RemoteEnvironment(agent, task.env, channel=channel)
+            env = RemoteEnvironment(agent, task.kind, channel=channel)
             env.begin_reset(slow)
             await asyncio.sleep(0.5)
             await env.close()  # the episode ends (cancelled) before the reset answered
@@ -177,7 +177,7 @@ async def test_a_reset_given_up_or_failed_holds_nothing_on_its_host(cluster: Loc
                 break
             await asyncio.sleep(0.1)
         assert await held(agent) == (0, 0)
-        env = RemoteEnvironment(agent, task.env, channel=channel)
+        env = RemoteEnvironment(agent, task.kind, channel=channel)
         with pytest.raises(Exception, match="unavailable"):
             await env.reset(replace(task, meta={**task.meta, "unavailable": "a test says so"}))
         assert await held(agent) == (0, 0)  # closed on the host as the reset failed

@@ -64,7 +64,7 @@ class Trainer:
         from orchestrator.cluster.trainer import open_environment
 
         async with AsyncExitStack() as stack:
-            envs = [await stack.enter_async_context(open_environment(task.env, run_id=run_id)) for task in tasks]
+            envs = [await stack.enter_async_context(open_environment(task.kind, run_id=run_id)) for task in tasks]
             rewards = await asyncio.gather(*(episode(env, task) for env, task in zip(envs, tasks)))
         return [(*reward, env.hosts) for reward, env in zip(rewards, envs)]
 

@@ -23,7 +23,7 @@ WRONG = {
 
 
 async def play(runtime: Runtime, task: Task, actions: list[str]) -> float:
-    async with make_environment(task.env, runtime) as env:
+    async with make_environment(task.kind, runtime) as env:
         await env.reset(task)
         step = None
         for action in actions:
@@ -34,16 +34,16 @@ async def play(runtime: Runtime, task: Task, actions: list[str]) -> float:
 
 async def test_fifty_mixed_episodes_at_once_have_no_cross_talk():
     tasks = [t for kind in ("bash", "sql", "python", "ctf") for t in load_tasks(f"starter-{kind}")]
-    plans = [(task, actions) for task in tasks for actions in (gold_actions(task), WRONG[task.env](task))]
+    plans = [(task, actions) for task in tasks for actions in (gold_actions(task), WRONG[task.kind](task))]
     async with Runtime.open() as runtime:
         alone = {}
         for task, actions in plans:  # one at a time: the reference
             alone[(task.id, tuple(actions))] = await play(runtime, task, actions)
         assert all(alone[(t.id, tuple(gold_actions(t)))] == 1.0 for t in tasks)
-        assert all(alone[(t.id, tuple(WRONG[t.env](t)))] < 1.0 for t in tasks)
+        assert all(alone[(t.id, tuple(WRONG[t.kind](t)))] < 1.0 for t in tasks)
         episodes = list(itertools.islice(itertools.cycle(plans), 50))
         together = await asyncio.gather(*(play(runtime, task, actions) for task, actions in episodes))
     mismatches = [(task.id, actions[0][:30], alone[(task.id, tuple(actions))], got)
                   for (task, actions), got in zip(episodes, together) if got != alone[(task.id, tuple(actions))]]
     assert mismatches == []
-    assert len({task.env for task, _ in episodes}) == 4
+    assert len({task.kind for task, _ in episodes}) == 4

@@ -43,7 +43,7 @@ async def test_oracle_reaches_reward_one_on_every_kind(docker: aiodocker.Docker,
     try:
         async with Runtime.open(run_id=run_id) as runtime:
             for task in tasks:
-                async with make_environment(task.env, runtime) as env:
+                async with make_environment(task.kind, runtime) as env:
                     outcome = await get_strategy(strategy).run(env, task, OracleModel(), max_turns=3)
                 assert outcome.reward == 1.0, (task.id, outcome)
                 assert outcome.success

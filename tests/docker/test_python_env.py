@@ -45,7 +45,7 @@ def tasks() -> list[Task]:
 
 def handmade(gold: str, tests: list[str], setup: str = "") -> Task:
     """A task of our own, with a fresh id so that its gold is computed for this test."""
-    return Task(env="python", dataset=f"test-{uuid.uuid4().hex[:8]}", index=0, query="q", gold=gold, image=PY,
+    return Task(kind="python", dataset=f"test-{uuid.uuid4().hex[:8]}", index=0, query="q", gold=gold, image=PY,
                 meta={"tests": tests, "test_setup_code": setup})
 
 

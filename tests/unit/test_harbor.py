@@ -16,7 +16,7 @@ UNSUPPORTED = PROJECT_ROOT / "tests" / "fixtures" / "harbor-unsupported"
 
 def test_task_toml_is_read_for_timeouts_resources_and_network():
     tasks = {t.name: t for t in read_harbor(FIXTURES, "fixtures")}
-    assert len(tasks) >= 15 and all(t.env == "harbor" and t.id == f"fixtures/{t.name}" for t in tasks.values())
+    assert len(tasks) >= 15 and all(t.kind == "harbor" and t.id == f"fixtures/{t.name}" for t in tasks.values())
     limits = tasks["resource-limits"].meta
     assert (limits["cpus"], limits["memory_mb"], limits["storage_mb"], limits["allow_internet"]) == (1.0, 512, 2048, False)
     assert tasks["verifier-timeout"].meta["verifier_timeout"] == 3.0

@@ -20,7 +20,7 @@ def names(node: ast.AST) -> list[str]:
 
 
 def is_kind(node: ast.AST) -> bool:
-    """`kind`, `env` or an attribute of that name (`spec.kind`, `task.env`)."""
+    """`kind`, `env` or an attribute of that name (`spec.kind`, `task.kind`)."""
     name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
     return name in ("kind", "env")
 
@@ -55,7 +55,7 @@ def test_at_most_four_lines_outside_environments_know_a_kind_by_name():
 def test_the_scan_finds_each_form():
     source = '\n'.join([
         'if spec.kind == "sql": pass',
-        'if task.env in ("bash", "python"): pass',
+        'if task.kind in ("bash", "python"): pass',
         'if "ctf" != kind: pass',
         'RULES = {"bash": 1, "sql": 2}',
         'kind: Literal["bash", "sql"] = "bash"',

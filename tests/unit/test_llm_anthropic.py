@@ -210,7 +210,7 @@ def _answers(strategy: str, task: Task) -> ServerConfig:
 
 @pytest.mark.parametrize("strategy", TEXT_STRATEGIES)
 async def test_each_text_strategy_solves_an_episode_through_anthropic(strategy: str) -> None:
-    task = Task(env="bash", dataset="local-notes", index=0, query="How many lines of notes/a.txt hold an a?",
+    task = Task(kind="bash", dataset="local-notes", index=0, query="How many lines of notes/a.txt hold an a?",
                 gold=GOLD, image=IMAGE)
     async with _client(_answers(strategy, task)) as (server, client), \
             Runtime.local(LocalProvider({IMAGE: SEED})) as runtime, make_environment("bash", runtime) as env:

@@ -25,7 +25,7 @@ SEED = {"notes/a.txt": "alpha\nbeta\n", "notes/b.txt": "gamma\n", "README": "thr
 
 
 def task(gold: str, query: str = "do it", index: int = 0) -> Task:
-    return Task(env="bash", dataset="local-notes", index=index, query=query, gold=gold, image=IMAGE)
+    return Task(kind="bash", dataset="local-notes", index=index, query=query, gold=gold, image=IMAGE)
 
 
 @pytest.fixture

@@ -255,7 +255,7 @@ register(KindSpec(name="mcp-toy", environment=McpToyEnv, language="BASH", settin
 
 
 def toy_task(url: str) -> Task:
-    return Task(env="mcp-toy", dataset="mcp-toy", index=0, query="Add 2 and 3 with the demo server.", gold="",
+    return Task(kind="mcp-toy", dataset="mcp-toy", index=0, query="Add 2 and 3 with the demo server.", gold="",
                 image="", meta={"mcp_url": url})
 
 

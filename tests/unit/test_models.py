@@ -24,7 +24,7 @@ def first(kind: str) -> Task:
 
 def trajectory(tmp_path: Path, task: Task, actions: list[str], *, task_id: object = 0) -> Path:
     """A one-episode file in the original's format (as its ic_sql runs wrote them)."""
-    episode = {"environment": f"ic_{task.env}", "dataset": "sql.json", "task_id": task_id, "query": task.query,
+    episode = {"environment": f"ic_{task.kind}", "dataset": "sql.json", "task_id": task_id, "query": task.query,
                "turn_history": {"actions": actions, "observations": [""] * len(actions),
                                 "rewards": [0.0] * len(actions), "valid_action": [True] * len(actions)}}
     path = tmp_path / "trajectories.json"

@@ -68,7 +68,7 @@ def task(tmp_path_factory: pytest.TempPathFactory) -> Task:
 
 async def test_validate_and_tasks_check_play_their_agents_for_real(task: Task, tmp_path: Path) -> None:
     async with Runtime.local(LocalProvider({task.image: {}})) as runtime:
-        [gold] = await validate_all(runtime, task.env, [task], 1)
+        [gold] = await validate_all(runtime, task.kind, [task], 1)
         check = await Checker(runtime, tmp_path, lambda line: None).check(task)
     assert (gold.status, gold.reward) == ("pass", 1.0)
     assert (check.oracle, check.nothing, check.problem) == (1.0, 0.0, "")

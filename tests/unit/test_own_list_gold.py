@@ -46,7 +46,7 @@ def task(tmp_path_factory: pytest.TempPathFactory) -> Task:
 
 async def episode(task: Task, strategy: str) -> list:
     async with Runtime.local(LocalProvider({task.image: {}})) as runtime:
-        async with make_environment(task.env, runtime) as env:
+        async with make_environment(task.kind, runtime) as env:
             outcome = await play(get_strategy(strategy), env, task, OracleModel(), max_turns=6)
     return outcome.turns
 
@@ -81,6 +81,6 @@ async def test_the_breakdowns_lists_are_stored_as_json_and_old_rows_read_as_writ
 
 def stored(task: Task, index: int, breakdown: dict) -> EpisodeRecord:
     now = time.time()
-    return EpisodeRecord(EpisodeKey("oracle", "try_again", "two-steps", f"two-steps/{index}", 0), task.env,
+    return EpisodeRecord(EpisodeKey("oracle", "try_again", "two-steps", f"two-steps/{index}", 0), task.kind,
                          task.dataset, index, task.query, task.gold_text, task.image, 6, now - 1, now, "solved",
                          turns=[TurnRecord("", "submit", "3", 1.0, True, breakdown)])

@@ -35,7 +35,7 @@ def task(kind: str, index: int = 0) -> Task:
 
 async def play(runtime: Runtime, strategy: str, task: Task, outputs: Sequence[str], max_turns: int = 5):
     model = ScriptedModel(outputs)
-    async with make_environment(task.env, runtime) as env:
+    async with make_environment(task.kind, runtime) as env:
         outcome = await get_strategy(strategy).run(env, task, model, max_turns=max_turns)
     return outcome, model
 

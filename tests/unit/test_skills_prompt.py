@@ -56,7 +56,7 @@ SUBMIT = {"tools": called(("submit", {})), "single_fenced": "```bash\nsubmit\n``
 
 async def system_prompt(strategy: str, skills: list[Skill]) -> str:
     """The system prompt `strategy` sent with its first answer, on a task offering `skills`."""
-    task = Task(env="skills-toy", dataset="skills-toy", index=0, query="Fill in the form.", gold="", image="",
+    task = Task(kind="skills-toy", dataset="skills-toy", index=0, query="Fill in the form.", gold="", image="",
                 meta={"skills": [{"name": s.name, "description": s.description, "path": s.path} for s in skills]})
     model = ScriptedModel([SUBMIT[strategy]])
     async with SkilledEnv(None) as env:  # type: ignore[arg-type]  # no runtime: nothing runs in a container

@@ -146,7 +146,7 @@ def test_the_dispatcher_prefers_episodes_whose_image_has_a_container_to_spare():
     from tasks import Task
 
     def episode(n: int, image: str) -> PlannedEpisode:
-        task = Task(env="bash", dataset="d", index=n, query="q", gold="true", image=image)
+        task = Task(kind="bash", dataset="d", index=n, query="q", gold="true", image=image)
         return PlannedEpisode(EpisodeKey("m", "single", "set", task.id, 0), task)
 
     # In plan order the images alternate; image "a" has 1 container, "b" has 3.
@@ -348,7 +348,7 @@ def test_a_large_plan_stops_when_the_sweep_is_interrupted():
 
     config = SweepConfig.model_validate({"name": "large", "output": "/nowhere", "strategies": ["single"], "epochs": 1000,
                                          "models": [{"name": "oracle"}], "tasks": [{"dataset": "starter-bash"}]})
-    tasks = {"x": [Task(env="bash", dataset="x", index=i, query="q", gold="g", image="") for i in range(974)]}
+    tasks = {"x": [Task(kind="bash", dataset="x", index=i, query="q", gold="g", image="") for i in range(974)]}
     stop, told = threading.Event(), []
     timer = threading.Timer(0.3, lambda: (told.append(time.monotonic()), stop.set()))
     timer.start()

@@ -34,7 +34,7 @@ def sweep_file(tmp_path: Path, tasks: str, max_turns: int = 5) -> Path:
 def record(episode: PlannedEpisode, *, solved: bool) -> EpisodeRecord:
     """The episode as the sweep stores it: solved, or ended by a task error."""
     task, now = episode.task, time.time()
-    stored = EpisodeRecord(episode.key, task.env, task.dataset, task.index, task.query, task.gold_text, task.image, 5,
+    stored = EpisodeRecord(episode.key, task.kind, task.dataset, task.index, task.query, task.gold_text, task.image, 5,
                            now - 1, now, "submitted" if solved else "task_error",
                            turns=[TurnRecord("", task.gold_text, "", 1.0 if solved else 0.0, True)])
     if not solved:

@@ -32,7 +32,7 @@ async def local() -> AsyncIterator[Runtime]:
 
 
 async def play(runtime: Runtime, task: Task, model: object, max_turns: int = 5) -> EpisodeOutcome:
-    async with make_environment(task.env, runtime) as env:
+    async with make_environment(task.kind, runtime) as env:
         return await get_strategy("tools").run(env, task, model, max_turns=max_turns)
 
 

@@ -26,7 +26,7 @@ from tasks import Task
 
 IMAGE = "local/notes"
 SEED = {"notes/a.txt": "alpha\nbeta\n"}
-GOLD = Task(env="bash", dataset="local-notes", index=0, query="How many lines hold an a?",
+GOLD = Task(kind="bash", dataset="local-notes", index=0, query="How many lines hold an a?",
             gold="grep -c a notes/a.txt", image=IMAGE)
 
 
