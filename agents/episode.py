@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from agents.base import EpisodeOutcome, Model, Strategy, Turn
+from agents.recording import EpisodeCalls
 from environments.base import EpisodeEnvironment, ScoringFailed
 from environments.kind import kind_spec
 from foundation.outcome import STOPPED, Status
@@ -35,12 +36,18 @@ class Played:
 
 async def run_episode(lease: AbstractAsyncContextManager[EpisodeEnvironment], strategy: Strategy, task: Task,
                       model: Model, *, max_turns: int, timeline: Timeline | None = None,
+                      calls: EpisodeCalls | None = None,
                       before_release: Callable[[EpisodeEnvironment], Awaitable[None]] | None = None) -> Played:
     """Lease an environment (`lease`: the site's, or `make_environment`'s), play the episode in it
-    (its calls, actions and scorings on `timeline`, if given), and, before the lease ends, let
-    `before_release` read what the container holds (a verifier's files)."""
+    (its calls, actions and scorings on `timeline`, if given; what its model calls cost and sent
+    in `calls`, if given: agents/recording.py), and, before the lease ends, let `before_release`
+    read what the container holds (a verifier's files)."""
     async with lease as env:
-        with timeline.current() if timeline is not None else contextlib.nullcontext():
+        with contextlib.ExitStack() as context:
+            if timeline is not None:
+                context.enter_context(timeline.current())
+            if calls is not None:
+                context.enter_context(calls.current())
             outcome = await play(strategy, env, task, model, max_turns=max_turns)
         if before_release is not None:
             await before_release(env)

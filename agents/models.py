@@ -14,10 +14,12 @@ line before any container starts.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from agents.base import AnswerStyle, Message, ToolAnswer, ToolCall, ToolMessage
+from agents.recording import recorded
 from environments.kind import gold_actions, kind_spec
 from foundation.errors import ConfigError
 
@@ -77,7 +79,8 @@ def tool_call_as(task: Task, action: str, call_id: str) -> ToolCall:
 class LLMModel:
     """A model behind an LLM client (the `LLM` protocol: LLMClient, or a stand-in); `params` (temperature, max_tokens, ...) go with every call, and
     `route(task, style, turn)`'s with each (an offline server's key of the task it answers).
-    `completion` is the call itself, with everything the provider answered: a recording wraps it."""
+    `completion` is the call itself, with everything the provider answered; `complete` and
+    `complete_tools` record theirs into the episode's context (agents/recording.py)."""
 
     def __init__(self, client: LLM, model: str, *,
                  route: Callable[[Task, AnswerStyle | Literal["tools"], int], dict[str, Any]] | None = None,
@@ -97,12 +100,24 @@ class LLMModel:
 
     async def complete(self, messages: Sequence[Message], *, task: Task, turn: int,
                        style: AnswerStyle = "fenced") -> str:
-        return (await self.completion(messages, task=task, turn=turn, style=style)).text
+        start = time.time()
+        completion = await self.completion(messages, task=task, turn=turn, style=style)
+        recorded(start, messages, completion.text, usage=completion.usage, extra=_extra(completion))
+        return completion.text
 
     async def complete_tools(self, messages: Sequence[ToolMessage], tools: Sequence[dict[str, Any]], *,
                              task: Task, turn: int) -> ToolAnswer:
+        start = time.time()
         completion = await self.completion(messages, task=task, turn=turn, style="tools", tools=tools)
-        return ToolAnswer(completion.text, completion.tool_calls)
+        answer = ToolAnswer(completion.text, completion.tool_calls)
+        recorded(start, messages, answer, tools=tools, usage=completion.usage, extra=_extra(completion))
+        return answer
+
+
+def _extra(completion: Completion) -> dict[str, Any]:
+    """What the provider sent beside the answer (finish reason, reasoning), for the transcript."""
+    extra: dict[str, Any] = {"finish_reason": completion.finish_reason} if completion.finish_reason else {}
+    return extra | json.loads(completion.raw) if completion.raw else extra
 
 
 class OracleModel:
@@ -114,17 +129,22 @@ class OracleModel:
 
     async def complete(self, messages: Sequence[Message], *, task: Task, turn: int,
                        style: AnswerStyle = "fenced") -> str:
-        actions = gold_actions(task)
+        start, actions = time.time(), gold_actions(task)
         if style == "plan":  # every step of the gold: the turns that follow answer them in order
-            return plan_as(planned(actions))
-        return answer_as(task, actions[min(turn, len(actions) - 1)], style, turn)
+            text = plan_as(planned(actions))
+        else:
+            text = answer_as(task, actions[min(turn, len(actions) - 1)], style, turn)
+        recorded(start, messages, text)
+        return text
 
     async def complete_tools(self, messages: Sequence[ToolMessage], tools: Sequence[dict[str, Any]], *,
                              task: Task, turn: int) -> ToolAnswer:
-        actions = gold_actions(task)
+        start, actions = time.time(), gold_actions(task)
         actions = actions if turn == 0 else actions[-1:]
-        return ToolAnswer("", tuple(tool_call_as(task, action, f"call_oracle_{turn}_{i}")
-                                    for i, action in enumerate(actions)))
+        answer = ToolAnswer("", tuple(tool_call_as(task, action, f"call_oracle_{turn}_{i}")
+                                      for i, action in enumerate(actions)))
+        recorded(start, messages, answer, tools=tools)
+        return answer
 
 
 def check_llm(name: str, client: LLMClient) -> None:

@@ -19,6 +19,7 @@ one place the project starts a task (tests/unit/test_task_ownership.py holds eve
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import Awaitable, Callable, Coroutine, Hashable, Iterable
 from typing import Any, Generic, TypeVar
 
@@ -133,6 +134,12 @@ async def stop(task: asyncio.Future[Any] | None) -> None:
         await asyncio.wait([task])
     if not task.cancelled():
         task.exception()  # read: it was stopped, its error is nobody's
+
+
+async def in_context(context: contextvars.Context, call: Coroutine[Any, Any, T]) -> T:
+    """`call` run in `context` (the ContextVars of another task: an episode's, for a call that
+    arrived in a server's task), awaited here: a cancellation of the caller reaches it."""
+    return await asyncio.create_task(call, context=context)
 
 
 async def all_of(awaitables: Iterable[Awaitable[T]]) -> list[T]:

@@ -14,12 +14,14 @@ string is an answer of text alone. `complete` refuses a ToolAnswer.
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agents.base import AnswerStyle, Message, ToolAnswer, ToolCall, ToolMessage
 from agents.llm.errors import ModelError
+from agents.recording import recorded
 
 if TYPE_CHECKING:
     from tasks import Task
@@ -43,16 +45,19 @@ class ScriptedModel:
 
     async def complete(self, messages: Sequence[Message], *, task: Task, turn: int,
                        style: AnswerStyle = "fenced") -> str:
-        output = self._next(messages)
+        start, output = time.time(), self._next(messages)
         if isinstance(output, ToolAnswer):
             raise ModelError(self.name, "scripted a tool answer, but the strategy asked for text")
+        recorded(start, messages, output)  # into the episode's context, as every model does
         return output
 
     async def complete_tools(self, messages: Sequence[ToolMessage], tools: Sequence[dict[str, Any]], *,
                              task: Task, turn: int) -> ToolAnswer:
         self.offered.append([dict(t) for t in tools])
-        output = self._next(messages)
-        return output if isinstance(output, ToolAnswer) else ToolAnswer(output)
+        start, output = time.time(), self._next(messages)
+        answer = output if isinstance(output, ToolAnswer) else ToolAnswer(output)
+        recorded(start, messages, answer, tools=tools)
+        return answer
 
     def _next(self, messages: Sequence[dict[str, Any]]) -> str | ToolAnswer:
         self.calls.append([dict(m) for m in messages])

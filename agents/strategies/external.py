@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
@@ -25,6 +26,7 @@ from agents.own import AgentError, Answer, GatewayAccess, LoadedAgent, OutOfTurn
 from agents.strategies.turns import failed, finish
 from agents.strategies.tools import tool_model, tool_schemas
 from environments.kind import kind_spec
+from foundation.concurrency import in_context
 from foundation.errors import OrchestratorError
 from foundation.outcome import Status
 
@@ -75,6 +77,9 @@ class ModelHandle:
         self.failure: ModelError | None = None  # the first call that failed: the episode's status
         self.closed = False
         self.log: list[tuple[list[dict[str, Any]], Answer]] = []
+        # The episode's context (its timeline, where its calls are recorded): made where the episode
+        # plays; an agent's calls through the gateway arrive in the gateway's task, which has neither.
+        self._episode = contextvars.copy_context()
 
     @property
     def name(self) -> str:
@@ -90,10 +95,12 @@ class ModelHandle:
         self.tool_calls += 1 if tools else 0
         try:
             if tools:
-                answer = await tool_model(self.model).complete_tools(list(messages), list(tools), task=self.task, turn=turn)
+                answer = await self._in_episode(
+                    tool_model(self.model).complete_tools(list(messages), list(tools), task=self.task, turn=turn))
                 result = Answer(answer.text, answer.tool_calls)
             else:
-                text = await self.model.complete(cast(Sequence[Message], messages), task=self.task, turn=turn)
+                text = await self._in_episode(
+                    self.model.complete(cast(Sequence[Message], messages), task=self.task, turn=turn))
                 result = Answer(text)
         except ModelError as error:
             self.failure = self.failure or error
@@ -104,6 +111,10 @@ class ModelHandle:
         self.pending = "\n".join([result.text, *(f"{c.name}({c.arguments})" for c in result.tool_calls)]).strip()
         self.log.append((list(messages), result))
         return result
+
+
+    async def _in_episode(self, call: Coroutine[Any, Any, T]) -> T:
+        return await in_context(self._episode, call)
 
 
 class EpisodeHandle:

@@ -44,6 +44,7 @@ from agents.base import (
     Turn,
 )
 from agents.llm.errors import ModelError
+from agents.recording import assistant_message
 from agents.mcp_tools import McpTools, ToolServerError
 from agents.strategies.turns import (
     Dialogue,
@@ -140,15 +141,6 @@ def rendered(answer: ToolAnswer) -> str:
     """The answer as a turn's output: its text, then one `name(arguments)` line per call."""
     lines = [answer.text.strip(), *(f"{call.name}({call.arguments})" for call in answer.tool_calls)]
     return "\n".join(line for line in lines if line)
-
-
-def assistant_message(answer: ToolAnswer) -> ToolMessage:
-    """The answer as the dialogue carries it, in OpenAI's form (litellm converts it for others)."""
-    if not answer.tool_calls:
-        return {"role": "assistant", "content": answer.text}
-    calls = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-             for c in answer.tool_calls]
-    return {"role": "assistant", "content": answer.text or None, "tool_calls": calls}
 
 
 @dataclass

@@ -4,12 +4,14 @@ played back turn by turn (sweep's resolve_model makes it from the name)."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agents.base import AnswerStyle, Message
 from agents.models import answer_as
+from agents.recording import recorded
 from orchestrator.fidelity.trajectories import RecordedEpisode, TaskFinder, read_episodes
 
 if TYPE_CHECKING:
@@ -33,13 +35,15 @@ class ReplayModel:
 
     async def complete(self, messages: Sequence[Message], *, task: Task, turn: int,
                        style: AnswerStyle = "fenced") -> str:
+        start = time.time()
         if task.id not in self._by_task:
             # TaskFinder reads dataset files: off the event loop.
             self._by_task[task.id] = await asyncio.to_thread(self._episode_of, task)
         episode = self._by_task[task.id]
-        if episode is None or turn >= len(episode.turns):
-            return answer_as(task, "submit", style, turn)
-        return answer_as(task, episode.turns[turn].action, style, turn)
+        action = "submit" if episode is None or turn >= len(episode.turns) else episode.turns[turn].action
+        text = answer_as(task, action, style, turn)
+        recorded(start, messages, text)
+        return text
 
     def _episode_of(self, task: Task) -> RecordedEpisode | None:
         query = _norm(task.query)

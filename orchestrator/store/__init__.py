@@ -7,7 +7,8 @@ Every read is this package's too (an import-linter contract keeps sqlite3 out of
 `chart_data` and `episode_pairs`.
 """
 
-from orchestrator.store.records import EpisodeKey, EpisodeRecord, LLMCall, TurnRecord
+from agents.recording import LLMCall
+from orchestrator.store.records import EpisodeKey, EpisodeRecord, TurnRecord
 from orchestrator.store.store import DB_NAME, Store, Stored, StoreFull
 
 __all__ = ["DB_NAME", "EpisodeKey", "EpisodeRecord", "LLMCall", "Store", "Stored", "StoreFull", "TurnRecord"]

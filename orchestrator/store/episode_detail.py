@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.store.reader import has
-from orchestrator.store.records import LLMCall, TurnRecord
+from agents.recording import LLMCall
+from orchestrator.store.records import TurnRecord
 from orchestrator.store.transcript import StoredTranscript, decode
 
 

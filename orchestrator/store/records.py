@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, NamedTuple
 
+from agents.recording import LLMCall, Transcript
 from foundation.outcome import NOT_THE_MODELS, Status
-from orchestrator.store.transcript import Transcript
 
 
 class EpisodeKey(NamedTuple):
@@ -77,18 +77,6 @@ class TurnRecord:
     call: int | None = None
     spans: list[list[Any]] | None = None
     rewritten: str | None = None  # what the dialogue kept in place of the answer, where the strategy changed it
-
-
-@dataclass(frozen=True, slots=True)
-class LLMCall:
-    model: str
-    served_model: str | None
-    prompt_tokens: int
-    completion_tokens: int
-    latency_s: float
-    attempts: int
-    cost_usd: float | None
-    started_s: float | None = None  # seconds since the episode began; None in stores written before
 
 
 @dataclass(slots=True)

@@ -21,74 +21,14 @@ import itertools
 import json
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-FORMAT = 1  # the body's layout; a reader refuses one it does not know
-LEVEL = 6  # zlib's default: level 9 saves 1-2% more for twice the time
+from agents.recording import FORMAT, Transcript, runs
+
+__all__ = ["FORMAT", "Transcript", "runs", "decode", "prompt_lines", "prompts_beside", "turns_of_calls"]  # the writer's half: agents/recording.py
+
 PROMPT_ROLES = ("system", "developer", "user")  # the roles of the messages a model is prompted with
-
-
-@dataclass
-class Transcript:
-    """Filled as the episode's model calls return (`record`), encoded once when it is stored."""
-
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    tools: list[list[dict[str, Any]]] = field(default_factory=list)
-    calls: list[dict[str, Any]] = field(default_factory=list)
-    _seen: dict[Any, int] = field(default_factory=dict, repr=False)
-    _tool_seen: dict[str, int] = field(default_factory=dict, repr=False)
-
-    def record(self, sent: Sequence[Mapping[str, Any]], answer: Mapping[str, Any],
-               tools: Sequence[Mapping[str, Any]] | None = None, extra: Mapping[str, Any] | None = None) -> None:
-        """One call: the messages it sent, its answer as the dialogue carries it, the tools it offered,
-        and what else the provider sent with the answer."""
-        numbers = [self._number(message) for message in sent]
-        call: dict[str, Any] = {"sent": runs(numbers), "answer": self._number(answer)}
-        if tools:
-            call["tools"] = self._tool_number(tools)
-        if extra:
-            call["extra"] = dict(extra)
-        self.calls.append(call)
-
-    def _number(self, message: Mapping[str, Any]) -> int:
-        key = _key(message)
-        number = self._seen.get(key)
-        if number is None:
-            number = self._seen[key] = len(self.messages)
-            self.messages.append(dict(message))  # a copy: the strategy may change its own afterwards
-        return number
-
-    def _tool_number(self, tools: Sequence[Mapping[str, Any]]) -> int:
-        text = json.dumps(tools, sort_keys=True)
-        if text not in self._tool_seen:
-            self._tool_seen[text] = len(self.tools)
-            self.tools.append([dict(tool) for tool in tools])
-        return self._tool_seen[text]
-
-    def encode(self) -> bytes:
-        body = {"messages": self.messages, "tools": self.tools, "calls": self.calls}
-        return zlib.compress(json.dumps(body, separators=(",", ":"), default=str).encode(), LEVEL)
-
-
-def _key(message: Mapping[str, Any]) -> Any:
-    """What makes two messages the same. A plain one (role and text) is keyed by the pair, whose
-    strings hash once (the dialogue sends the same string objects call after call)."""
-    content = message.get("content")
-    if len(message) == 2 and isinstance(content, str):
-        return message.get("role"), content
-    return json.dumps(message, sort_keys=True, default=str)
-
-
-def runs(numbers: Sequence[int]) -> list[list[int]]:
-    """Consecutive numbers as half-open runs: [0, 1, 4, 5, 6] -> [[0, 2], [4, 7]]."""
-    found: list[list[int]] = []
-    for n in numbers:
-        if found and found[-1][1] == n:
-            found[-1][1] = n + 1
-        else:
-            found.append([n, n + 1])
-    return found
 
 
 @dataclass(frozen=True)

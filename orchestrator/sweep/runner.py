@@ -27,14 +27,14 @@ import structlog
 
 from agents.base import EpisodeOutcome, Turn, get_strategy
 from agents.episode import run_episode
+from agents.recording import EpisodeCalls, Transcript
 from environments.base import EpisodeEnvironment, ScoringFailed, TaskUnavailable
 from environments.kind import kind_spec
 from foundation.errors import SandboxError, UserError
 from foundation.outcome import FailureClass, Status
 from foundation.timeline import Timeline
 from orchestrator.site import Site
-from orchestrator.store import EpisodeRecord, LLMCall, TurnRecord
-from orchestrator.store.transcript import Transcript
+from orchestrator.store import EpisodeRecord, TurnRecord
 from orchestrator.sweep.sweep_models import SweepModels
 from orchestrator.sweep.plan import PlannedEpisode
 from tasks import Task
@@ -110,16 +110,16 @@ class EpisodeRunner:
         return kind_spec(task.kind).time_limit(task) or self.timeout
 
     async def _play(self, episode: PlannedEpisode, record: EpisodeRecord, avoid: frozenset[str]) -> None:
-        calls: list[LLMCall] = record.calls
         record.transcript = Transcript() if self.models.config.transcripts else None
-        model = self.models.for_episode(episode.model, calls, record.transcript)
+        model = self.models.for_episode(episode.model)
         limit = self.time_limit(episode.task)
         deadline = asyncio.timeout(limit)
         try:
             async with deadline:  # this attempt's calls, actions and scorings on its timeline
                 played = await run_episode(self._placed(episode.task, avoid, record), get_strategy(episode.strategy),
                                            episode.task, model, max_turns=record.max_turns,
-                                           timeline=Timeline(record.started_at))
+                                           timeline=Timeline(record.started_at),
+                                           calls=EpisodeCalls(record.calls, record.transcript))
         except TimeoutError:
             if deadline.expired():
                 raise EpisodeTimedOut(limit) from None

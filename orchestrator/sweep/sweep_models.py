@@ -1,5 +1,5 @@
 """The models of a sweep: one LLMClient for all, offline servers for `local` models, and a model
-per episode that records its calls (tokens, latency, cost, served name) for the store.
+per episode (which records its calls into the episode's context: agents/recording.py).
 
 The local server answers over real HTTP through litellm. It knows a seeded share of the tasks
 and answers those with the gold action, written the way the episode's strategy reads actions; the
@@ -10,30 +10,24 @@ tells them apart.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 import structlog
 from pydantic import SecretStr
 
-from agents.base import AnswerStyle, Message, Model, ToolAnswer, ToolMessage, ToolModel
-from agents.llm import Budget, Completion, LLMClient, ModelError, ModelSpec
+from agents.base import AnswerStyle, Model
+from agents.llm import Budget, LLMClient, ModelError, ModelSpec
 from agents.llm.server import ScriptedLLMServer, ScriptedToolCall, ServerConfig
 from agents.llm.transport import transport
 from agents.models import LLMModel, OracleModel, answer_as, check_llm, tool_call_as
-from agents.strategies.tools import assistant_message
 from environments.kind import gold_actions
 from foundation.concurrency import TaskOwner
 from foundation.errors import ConfigError
-from foundation.timeline import record_call
 from orchestrator.fidelity.replay_model import ReplayModel
-from orchestrator.store import LLMCall
-from orchestrator.store.transcript import Transcript
 from orchestrator.sweep.config import LocalServer, ModelConfig, SweepConfig
 from tasks import Task
 
@@ -56,41 +50,6 @@ def check_models(config: SweepConfig, data_dir: Path | None) -> None:
             resolve_model(model.name, client=client, data_dir=data_dir)
 
 
-class RecordingModel:
-    """An LLMModel for one episode, wrapped: every successful call lands in `calls`, and with a
-    `transcript`, what it sent, the tools it offered and the answer with the provider's other fields."""
-
-    def __init__(self, model: LLMModel, calls: list[LLMCall], transcript: Transcript | None = None) -> None:
-        self.model, self.calls, self.transcript, self.name = model, calls, transcript, model.name
-
-    async def complete(self, messages: Sequence[Message], *, task: Task, turn: int,
-                       style: AnswerStyle = "fenced") -> str:
-        start = time.time()
-        completion = await self.model.completion(messages, task=task, turn=turn, style=style)
-        self._recorded(start, completion, messages, None)
-        return completion.text
-
-    async def complete_tools(self, messages: Sequence[ToolMessage], tools: Sequence[dict[str, Any]], *,
-                             task: Task, turn: int) -> ToolAnswer:
-        start = time.time()
-        completion = await self.model.completion(messages, task=task, turn=turn, style="tools", tools=tools)
-        answer = ToolAnswer(completion.text, completion.tool_calls)
-        self._recorded(start, completion, messages, tools, answer)
-        return answer
-
-    def _recorded(self, start: float, completion: Completion, messages: Sequence[Any],
-                  tools: Sequence[dict[str, Any]] | None, answer: ToolAnswer | None = None) -> None:
-        u = completion.usage
-        self.calls.append(LLMCall(u.model, u.served_model, u.prompt_tokens, u.completion_tokens, u.latency_s,
-                                  u.attempts, u.cost_usd, started_s=record_call(start)))
-        if self.transcript is not None:
-            extra = {"finish_reason": completion.finish_reason} if completion.finish_reason else {}
-            if completion.raw:
-                extra |= json.loads(completion.raw)
-            message = assistant_message(answer) if answer is not None else {"role": "assistant", "content": completion.text}
-            self.transcript.record(messages, message, tools, extra)
-
-
 def local_route(name: str) -> Callable[[Task, AnswerStyle | Literal["tools"], int], dict[str, Any]]:
     """How the offline server knows which task a call of model `name` answers: litellm drops a
     plain `user` on its OpenAI path (so it goes in the body as is) and sends it as
@@ -99,43 +58,6 @@ def local_route(name: str) -> Callable[[Task, AnswerStyle | Literal["tools"], in
         key = local_tools_key(task, turn) if style == "tools" else local_key(task, style, turn)
         return {"user": key} if name.startswith("anthropic/") else {"extra_body": {"user": key}}
     return route
-
-
-class TranscribedModel:
-    """An offline model (oracle, replay) whose answers go into the episode's transcript too, so its
-    episode page shows the prompts as an LLM would have had them."""
-
-    def __init__(self, model: Model, transcript: Transcript) -> None:
-        self.model, self.transcript, self.name = model, transcript, model.name
-
-    async def complete(self, messages: Sequence[Message], *, task: Task, turn: int,
-                       style: AnswerStyle = "fenced") -> str:
-        start = time.time()
-        text = await self.model.complete(messages, task=task, turn=turn, style=style)
-        record_call(start)
-        self.transcript.record(messages, {"role": "assistant", "content": text})
-        return text
-
-
-class TranscribedToolModel(TranscribedModel):
-    """A TranscribedModel of a model that also answers with tool calls."""
-
-    async def complete_tools(self, messages: Sequence[ToolMessage], tools: Sequence[dict[str, Any]], *,
-                             task: Task, turn: int) -> ToolAnswer:
-        start = time.time()
-        answer = await cast(ToolModel, self.model).complete_tools(messages, tools, task=task, turn=turn)
-        record_call(start)
-        self.transcript.record(messages, assistant_message(answer), tools)
-        return answer
-
-
-def transcribed(model: Model, transcript: Transcript | None) -> Model:
-    """`model` with its answers kept in `transcript` (as it is, without one)."""
-    if transcript is None:
-        return model
-    if callable(getattr(model, "complete_tools", None)):
-        return TranscribedToolModel(model, transcript)
-    return TranscribedModel(model, transcript)
 
 
 class SweepModels:
@@ -186,13 +108,13 @@ class SweepModels:
         assert budget is not None
         return budget.spent_usd - self.spent_before[0], budget.spent_tokens - self.spent_before[1]
 
-    def for_episode(self, name: str, calls: list[LLMCall], transcript: Transcript | None = None) -> Model:
-        """The episode's model: its LLM calls land in `calls`, and its dialogue in `transcript` if given."""
+    def for_episode(self, name: str) -> Model:
+        """The episode's model (its calls are recorded into the episode's context: agents/recording.py)."""
         if name in self._offline:
-            return transcribed(self._offline[name], transcript)
+            return self._offline[name]
         config = self._configs[name]
         route = local_route(name) if config.local is not None else None
-        return RecordingModel(LLMModel(self.client, name, route=route, **config.params), calls, transcript)
+        return LLMModel(self.client, name, route=route, **config.params)
 
 
 async def _start(client: LLMClient) -> None:

@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from orchestrator.store.episode_detail import EpisodeDetail
-from orchestrator.store.records import LLMCall, TurnRecord
+from agents.recording import LLMCall
+from orchestrator.store.records import TurnRecord
 from orchestrator.store.transcript import Call, turns_of_calls
 from orchestrator.view import charts
 from orchestrator.view.breakdown import breakdown

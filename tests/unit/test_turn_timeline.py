@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from agents.base import get_strategy
+from agents.recording import EpisodeCalls, Transcript
 from tests.scripted import ScriptedModel, called
 from environments import make_environment
 from environments.runtime import Runtime
@@ -19,9 +20,7 @@ from foundation.timeline import Timeline, span
 from orchestrator.store import EpisodeRecord, Store
 from orchestrator.store.episode_detail import episode_detail
 from orchestrator.store.records import EpisodeKey
-from orchestrator.store.transcript import Transcript
 from orchestrator.sweep.runner import _fill
-from orchestrator.sweep.sweep_models import transcribed
 from tasks import Task
 
 IMAGE = "local/notes"
@@ -41,8 +40,8 @@ async def test_try_again_turns_carry_their_call_and_spans(runtime):
     transcript = Transcript()
     timeline = Timeline()
     async with make_environment("bash", runtime) as env:
-        with timeline.current():
-            outcome = await get_strategy("try_again_fenced").run(env, GOLD, transcribed(model, transcript), max_turns=5)
+        with timeline.current(), EpisodeCalls(transcript=transcript).current():
+            outcome = await get_strategy("try_again_fenced").run(env, GOLD, model, max_turns=5)
     timings = [turn.timing for turn in outcome.turns]
     assert all(t is not None for t in timings)
     assert [t.call for t in timings if t] == [0, 1, 2], "each turn is its own call's answer"
@@ -60,9 +59,8 @@ async def test_a_tools_answer_of_two_calls_makes_two_turns_of_one_call(runtime):
                called(("submit", {}))]
     timeline = Timeline()
     async with make_environment("bash", runtime) as env:
-        with timeline.current():
-            outcome = await get_strategy("tools").run(env, GOLD, transcribed(ScriptedModel(answers), Transcript()),
-                                                      max_turns=4)
+        with timeline.current(), EpisodeCalls(transcript=Transcript()).current():
+            outcome = await get_strategy("tools").run(env, GOLD, ScriptedModel(answers), max_turns=4)
     calls = [turn.timing.call for turn in outcome.turns if turn.timing]
     assert calls[:2] == [0, 0], calls
 
@@ -79,8 +77,8 @@ async def test_the_runner_stores_each_turns_timing_and_the_viewer_reads_it_back(
     record = EpisodeRecord(EpisodeKey("scripted", "try_again", "notes", GOLD.id, 0), "bash", GOLD.dataset, 0,
                            GOLD.query, GOLD.gold_text, IMAGE, 5, started_at=Timeline().origin)
     async with make_environment("bash", runtime) as env:
-        with Timeline(record.started_at).current():
-            outcome = await get_strategy("try_again").run(env, GOLD, transcribed(model, Transcript()), max_turns=5)
+        with Timeline(record.started_at).current(), EpisodeCalls(transcript=Transcript()).current():
+            outcome = await get_strategy("try_again").run(env, GOLD, model, max_turns=5)
     _fill(record, outcome)
     async with Store.open(tmp_path, sweep="timing", identity="x") as store:
         run_id = await store.start_run(sweep="timing", identity="x", sweep_hash="", git_sha=None, config_json="{}")
