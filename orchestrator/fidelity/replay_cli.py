@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from environments.runtime import Runtime
+from foundation.concurrency import TaskOwner
 from foundation.errors import ConfigError
 from foundation.settings import resolve_data_dir
 from orchestrator.fidelity.explain import explain, pick
@@ -93,8 +94,16 @@ async def run(args: argparse.Namespace) -> int:
         raise ConfigError("--explain FILE TASK replays one episode: give no other file, --table or --runs")
     files = [Path(args.explain[0])] if args.explain else trajectory_files(args.files, args.table)
     progress = Progress(files)
+    async with TaskOwner("replay-progress") as beating:
+        if progress.large:
+            beating.spawn(progress.beat(), name="beat")
+        return await _replay(args, data_dir, files, progress)
+
+
+async def _replay(args: argparse.Namespace, data_dir: Path, files: list[Path], progress: Progress) -> int:
     progress.step(f"reading {_count(len(files), 'file')} ({progress.megabytes:.0f} MB)")
-    episodes = read_all(files, args.limit)  # every file is checked before a container starts
+    # every file is checked before a container starts; in a thread, so that the loop can say it reads
+    episodes = await asyncio.to_thread(read_all, files, args.limit)
     progress.step(f"read {_count(len(episodes), 'episode')}: finding their tasks and images")
     finder = TaskFinder(data_dir)
     contexts: dict[str, ReplayContext] = {}
@@ -147,8 +156,9 @@ def left_out_episodes(episodes: list[RecordedEpisode], replayed: Replayed) -> st
 
 class Progress:
     """What a long replay is doing, on stderr (stdout holds the report): for a large input, each
-    step as it starts; for any replay, how many episodes are done every EVERY seconds. A small
-    replay that ends sooner prints none of it."""
+    step as it starts and, while one goes on, a line at least every EVERY seconds (`beat`); for any
+    replay, how many episodes are done every EVERY seconds. A small replay that ends sooner prints
+    none of it."""
 
     EVERY = 10.0  # seconds between two lines about the episodes
     LARGE = 20_000_000  # bytes of trajectory files from which each step is announced
@@ -158,10 +168,19 @@ class Progress:
         self.megabytes = sum(_size(path) for path in files) / 1e6
         self.large = self.megabytes * 1e6 >= self.LARGE
         self.total = self.done = 0
+        self.current = ""
 
     def step(self, text: str) -> None:
+        self.current = text
         if self.large:
             self._say(text)
+
+    async def beat(self) -> None:
+        """Runs for the replay's life: a step that says nothing for EVERY seconds is said again."""
+        while True:
+            await asyncio.sleep(max(0.0, self.last + self.EVERY - time.monotonic()))
+            if time.monotonic() - self.last >= self.EVERY:
+                self._say(f"still {self.current}")
 
     def replaying(self, total: int) -> None:
         self.total, self.done = total, 0
