@@ -180,7 +180,7 @@ class Progress:
         while True:
             await asyncio.sleep(max(0.0, self.last + self.EVERY - time.monotonic()))
             if time.monotonic() - self.last >= self.EVERY:
-                self._say(f"still {self.current}")
+                self._say(self._replayed() if self.total else f"still {self.current}")
 
     def replaying(self, total: int) -> None:
         self.total, self.done = total, 0
@@ -189,7 +189,10 @@ class Progress:
     def episode_done(self) -> None:
         self.done += 1
         if time.monotonic() - self.last >= self.EVERY:
-            self._say(f"replayed {self.done:,}/{_count(self.total, 'episode')}")
+            self._say(self._replayed())
+
+    def _replayed(self) -> str:
+        return f"replayed {self.done:,}/{_count(self.total, 'episode')}"
 
     def _say(self, text: str) -> None:
         self.last = time.monotonic()
