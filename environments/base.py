@@ -185,7 +185,7 @@ class Environment(ABC):
         the episode is driven by a multi-turn harness (the agent may go on after a wrong answer)."""
         if task.kind != self.kind:
             raise EpisodeError(f"a {self.kind} environment can't run {task.kind} task {task.id}")
-        if reason := task.meta.get("unavailable"):
+        if reason := task.unavailable:
             raise TaskUnavailable(f"task {task.id} is unavailable here: {reason}")
         await self._end()
         self.task, self.done, self.reward, self.history, self.failure = task, False, None, [], None

@@ -11,7 +11,7 @@
 
 One task, one failure: a folder whose task.toml is malformed, whose instruction is missing, whose
 links lead out of it, or that asks for what we can't do here, is that task's line
-(`meta["unavailable"]`; `meta["malformed"]` when the folder itself is at fault); the other tasks
+(`Task.unavailable`; `Task.malformed` when the folder itself is at fault); the other tasks
 run. Unknown keys are warnings (`meta["warnings"]`). The environment that runs them is
 environments/harbor.py.
 """
@@ -67,6 +67,8 @@ def image_of(folder: Path) -> str:
 def _task(folder: Path, label: str, index: int) -> Task:
     meta: dict[str, Any] = {"name": folder.name, "dir": str(folder)}
     query = gold = ""
+    why: str | None = None
+    malformed = False
     try:
         _check_links(folder)
         meta["digest"] = _digest(folder)
@@ -80,12 +82,13 @@ def _task(folder: Path, label: str, index: int) -> Task:
             query = _text(folder / INSTRUCTION)
             gold = _text(folder / "solution" / "solve.sh", missing="")
     except Malformed as exc:
-        meta.update(unavailable=f"{folder.name}: {exc}", malformed=True)
+        why, malformed = f"{folder.name}: {exc}", True
     except Unsupported as exc:
-        meta["unavailable"] = f"{folder.name}: {exc}"
+        why = f"{folder.name}: {exc}"
     meta.setdefault("digest", "")
-    image = "" if "unavailable" in meta else image_of(folder)  # nothing to build for a task we can't run
-    return Task(kind=KIND, dataset=label, index=index, query=query, gold=gold, image=image, meta=meta, name=folder.name)
+    task = Task(kind=KIND, dataset=label, index=index, query=query, gold=gold, image=image_of(folder), meta=meta,
+                name=folder.name)
+    return task if why is None else task.refused(why, malformed=malformed)  # no image: nothing to build
 
 
 def _read(folder: Path) -> tuple[dict[str, Any], list[str]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 
@@ -16,7 +16,8 @@ class Task:
     `index` is the task's position in its original file (what the original's trajectory files
     key by). `gold` is the reference solution: a command, a query, a function or a flag.
     `meta` holds what a kind needs besides: the database (`db`), MBPP's `tests` and
-    `test_setup_code`, a CTF task's `tags` or `setup`, Spider's `hardness`.
+    `test_setup_code`, a CTF task's `tags` or `setup`, Spider's `hardness`. A task that can't run
+    here says why in `unavailable` (`refused`): its episodes are stored as task errors, not run.
     """
 
     kind: str  # the environment kind: "bash" | "sql" | "python" | "ctf" | "harbor" | one of yours
@@ -27,6 +28,8 @@ class Task:
     image: str
     meta: Mapping[str, Any] = field(default_factory=dict)
     name: str = ""  # a name that identifies it in its set (a Harbor task's folder); "": its index
+    unavailable: str | None = None  # why it can't run here (then it has no image: nothing is built or leased)
+    malformed: bool = False  # unavailable because the task itself is at fault (a Harbor folder's task.toml)
     _fingerprint: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -45,6 +48,10 @@ class Task:
         """The id plus a hash of everything that defines the task: cached gold results are keyed by
         it, so a task whose gold, query or set-up changed under the same id is computed afresh."""
         return self._fingerprint
+
+    def refused(self, why: str, *, malformed: bool = False) -> Task:
+        """This task, unavailable here for `why`: no image, so nothing is built or leased for it."""
+        return replace(self, unavailable=why, malformed=malformed or self.malformed, image="")
 
     @property
     def gold_text(self) -> str:

@@ -19,25 +19,25 @@ from tasks.model import Task
 STARTER_DIR = Path(__file__).resolve().parent / "starter"
 
 
-Fixup = Callable[[dict[str, Any], Path | None], dict[str, Any]]
+Fixup = Callable[[dict[str, Any], Path | None], str | None]  # why a task of its record can't run here
 
 
-def _no_fixup(record: dict[str, Any], data_dir: Path | None) -> dict[str, Any]:
-    return {}
+def _no_fixup(record: dict[str, Any], data_dir: Path | None) -> str | None:
+    return None
 
 
-def _ctf_fixup(record: dict[str, Any], data_dir: Path | None) -> dict[str, Any]:
+def _ctf_fixup(record: dict[str, Any], data_dir: Path | None) -> str | None:
     """A CTF task is unavailable offline when its set-up downloads, or its files are missing."""
     task_id = record.get("task_id")
     if record.get("setup"):
-        return {"unavailable": f"its set-up needs the internet: {record['setup']}"}
+        return f"its set-up needs the internet: {record['setup']}"
     if data_dir is not None and not (data_dir / "ctf" / "task_assets" / str(task_id)).is_dir():
-        return {"unavailable": "its files are missing from the data (too large to ship)"}
-    return {}
+        return "its files are missing from the data (too large to ship)"
+    return None
 
 
-def _bird_fixup(record: dict[str, Any], data_dir: Path | None) -> dict[str, Any]:
-    return {"unavailable": "BIRD's databases are not shipped"}
+def _bird_fixup(record: dict[str, Any], data_dir: Path | None) -> str | None:
+    return "BIRD's databases are not shipped"
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +48,7 @@ class DatasetInfo:
     path: str  # relative to the data dir, or to tasks/starter for starter sets; or absolute
     starter: bool = False
     note: str = ""
-    fixup: Fixup = _no_fixup  # meta to add to a task from its record (say, why it can't run here)
+    fixup: Fixup = _no_fixup  # why a task of its can't run here, from its record
 
 
 def _nl2bash(n: int) -> DatasetInfo:
@@ -151,8 +151,9 @@ def _json_lines(path: Path, text: str) -> list[Any]:
 
 def _task(info: DatasetInfo, index: int, record: dict[str, Any], data_dir: Path | None) -> Task:
     meta = {k: v for k, v in record.items() if k not in ("query", "gold")}
-    meta.update(info.fixup(record, data_dir))
-    return Task(kind=info.kind, dataset=info.name, index=index, query=record["query"], gold=record.get("gold", ""),
+    task = Task(kind=info.kind, dataset=info.name, index=index, query=record["query"], gold=record.get("gold", ""),
                 image=info.image, meta=meta)
+    why = info.fixup(record, data_dir)
+    return task if why is None else task.refused(why)
 
 

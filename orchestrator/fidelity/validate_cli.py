@@ -55,7 +55,7 @@ async def run(args: argparse.Namespace) -> int:
 async def _run_directory(args: argparse.Namespace) -> int:
     """An environment of your own, or Harbor task folders: their golds (solution/solve.sh) run."""
     task_set = of_directory(args.env)
-    tasks = [task for task in task_set.tasks if "unavailable" not in task.meta][: args.limit]
+    tasks = [task for task in task_set.tasks if task.unavailable is None][: args.limit]
     await ensure_images(task_set.images, None)
     start = time.perf_counter()
     async with Runtime.open(reward_mode=args.reward, images=task_set.pools()) as runtime:

@@ -8,7 +8,7 @@
    recorded with its status at the end.
 3. `sweep_models.py`: the models (offline servers, the LLM client and its budget), and the gateway
    your agents' SDK clients reach.
-4. `sites.py`: the images built, then the site: this machine (`local_site.py`) or a cluster's hosts.
+4. `placing.py`: the images built, then the site: this machine (`local_site.py`) or a cluster's hosts.
 5. `workers.py`: `concurrency` workers over the fair queue, each storing its episode as it ends.
 """
 
@@ -20,7 +20,7 @@ from pathlib import Path
 from orchestrator.sweep.config import SweepConfig
 from orchestrator.sweep.own_agents import gateway_folder, serving
 from orchestrator.sweep.progress import SweepProgress
-from orchestrator.sweep.sites import open_site, place
+from orchestrator.sweep.placing import open_site, place
 from orchestrator.sweep.stored_run import StoredRun, stored_run
 from orchestrator.sweep.sweep_models import SweepModels
 from orchestrator.sweep.inputs import SweepInputs, prepare

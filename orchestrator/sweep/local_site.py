@@ -96,7 +96,7 @@ async def _warm(runtime: Runtime, todo: list[PlannedEpisode], concurrency: int) 
 
 def warm_counts(todo: list[PlannedEpisode], concurrency: int) -> dict[str, int]:
     """Each image's share of the concurrency: the containers to warm before the first episode."""
-    counts = collections.Counter(e.task.image for e in todo if "unavailable" not in e.task.meta)
+    counts = collections.Counter(e.task.image for e in todo if e.task.unavailable is None)
     return {image: min(n, math.ceil(concurrency * n / len(todo))) for image, n in counts.items()
             if image and not is_service(image)}
 

@@ -95,7 +95,7 @@ async def _binds(docker: aiodocker.Docker, layers: dict[str, ImageSpec], failed:
 async def _twin(docker: aiodocker.Docker, task: Task, strategy: str, binds: list[str] | None, failed: dict[str, str],
                 needs: dict[str, dict[str, Any]]) -> Task:
     """The task as the strategy's episodes run it: in the twin of its image, or unavailable."""
-    if "unavailable" in task.meta or not task.image:
+    if task.unavailable is not None or not task.image:
         return task
     why = ""
     if not supports(task.kind):
@@ -105,7 +105,7 @@ async def _twin(docker: aiodocker.Docker, task: Task, strategy: str, binds: list
         cause = next((error for tag, error in failed.items() if tag.startswith(f"intercode/agent-{strategy}-")), "")
         why = f"the installed agent {strategy!r}'s layer failed to build: {cause}"
     if why or binds is None:
-        return dataclasses.replace(task, meta={**task.meta, "unavailable": why}, image="")
+        return task.refused(why)
     twin = f"{task.image}-with-{strategy}"
     if twin not in needs:
         async with engine_deadline(f"tag image {task.image}"):

@@ -61,7 +61,7 @@ async def run_check(args: argparse.Namespace) -> int:
     for note in task_set.notes:
         if not any(note.startswith(f"{t.name}: ") for t in task_set.tasks):  # a task's own notes are in its line
             stderr(f"note: {note}")
-    images = {t.image for t in tasks if t.image and "unavailable" not in t.meta}
+    images = {t.image for t in tasks if t.image and t.unavailable is None}
     stderr(f"{len(tasks)} tasks in {args.dir}; building their {len(images)} images where needed")
     results = await check_all(task_set, tasks, concurrency=args.concurrency, say=stderr)
     counts = {verdict: sum(1 for r in results if r.verdict == verdict) for verdict in ("ok", "warn", "FAIL", "skip")}

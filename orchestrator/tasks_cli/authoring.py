@@ -90,7 +90,7 @@ async def open_shell(path: Path, *, which: str | None, allow_internet: bool, hos
     when the shell ends. The shell's exit status."""
     task_set = await asyncio.to_thread(of_directory, path, allow_internet=allow_internet, host_env=host_env)
     task = _one(task_set.tasks, which, path)
-    if reason := task.meta.get("unavailable"):
+    if reason := task.unavailable:
         raise ConfigError(f"task {task.id} is unavailable here: {reason}")
     failed = await ensure_each([task.image], None)
     if failed:

@@ -142,7 +142,7 @@ async def check_all(task_set: TaskSet, tasks: list[Task], *, concurrency: int, s
                     tick: float = TICK) -> list[Check]:
     """Build what the tasks need (several at once), then check each task, printing its line as it
     ends; every task has its line, whatever went wrong with the others."""
-    wanted = sorted({t.image for t in tasks if t.image and "unavailable" not in t.meta})
+    wanted = sorted({t.image for t in tasks if t.image and t.unavailable is None})
     failed = await ensure_each(wanted, None, progress=_builds(say))
     kept = cache_dir() / "tasks-check" / f"{_slug(task_set.label)}-{time.strftime('%Y%m%d-%H%M%S')}"
     images = [image for image in wanted if image not in failed]
@@ -165,9 +165,9 @@ async def check_all(task_set: TaskSet, tasks: list[Task], *, concurrency: int, s
 
 
 async def _checked(checker: Checker, task: Task, failed: dict[str, str]) -> Check:
-    if reason := task.meta.get("unavailable"):
+    if reason := task.unavailable:
         reason = str(reason).removeprefix(f"{task.name}: ")
-        return _verdict(task, Check(task, None, None, reason if task.meta.get("malformed") else
+        return _verdict(task, Check(task, None, None, reason if task.malformed else
                                     f"unavailable here: {reason}", 0.0))
     if task.image in failed:
         return _verdict(task, Check(task, None, None, f"its image failed to build: {failed[task.image]}", 0.0))
@@ -176,7 +176,7 @@ async def _checked(checker: Checker, task: Task, failed: dict[str, str]) -> Chec
 
 def _verdict(task: Task, check: Check) -> Check:
     warnings = list(task.meta.get("warnings") or [])
-    if check.problem.startswith("unavailable here") and not task.meta.get("malformed"):
+    if check.problem.startswith("unavailable here") and not task.malformed:
         verdict = "skip"
     elif check.problem:
         verdict = "FAIL"

@@ -73,7 +73,7 @@ class TaskSet:
     @property
     def images(self) -> list[str]:
         """The images its tasks run in (tasks unavailable here have none), their separate verifiers' too."""
-        running = [t for t in self.tasks if t.image and "unavailable" not in t.meta]
+        running = [t for t in self.tasks if t.image and t.unavailable is None]
         return sorted({t.image for t in running} | {t.meta["verifier_image"] for t in running if t.meta.get("verifier_image")})
 
     def pools(self) -> dict[str, ImagePoolConfig]:
@@ -177,10 +177,10 @@ def _harbor(spec: TaskSetConfig, root: Path) -> TaskSet:
     capped: list[str] = []  # tasks that asked for more than the machine gives
     for task in read_harbor(root, label):
         meta = task.meta
-        refusal = None if "unavailable" in meta else _refusal(meta, spec)
+        refusal = None if task.unavailable is not None else _refusal(meta, spec)
         if refusal is not None:  # never built: a task that asks for what this task set does not give it
-            task = replace(task, meta={**meta, "unavailable": refusal}, image="")  # no image: nothing leased for it
-        if "unavailable" in task.meta:
+            task = task.refused(refusal)
+        if task.unavailable is not None:
             tasks.append(task)
             continue
         # the variables of this machine its templates may take, by name: their values are read when it runs
@@ -262,7 +262,7 @@ def _harbor_notes(spec: TaskSetConfig, tasks: list[Task]) -> list[str]:
     """What a user should hear once before Harbor tasks run: each task's warnings (unknown keys),
     and how many ask for the internet that this run does not give."""
     notes = [f"{t.name}: {warning}" for t in tasks for warning in t.meta.get("warnings", [])]
-    online = [t for t in tasks if "unavailable" not in t.meta and t.meta.get("allow_internet")]
+    online = [t for t in tasks if t.unavailable is None and t.meta.get("allow_internet")]
     if online and not spec.allow_internet:
         notes.append(f"{len(online)} of {len(tasks)} tasks ask for the internet (task.toml), which this run does not "
                      "give; their verifiers may fail: allow it with `allow_internet = true` in the [[tasks]] entry "

@@ -179,7 +179,7 @@ async def test_a_reset_given_up_or_failed_holds_nothing_on_its_host(cluster: Loc
         assert await held(agent) == (0, 0)
         env = RemoteEnvironment(agent, task.kind, channel=channel)
         with pytest.raises(Exception, match="unavailable"):
-            await env.reset(replace(task, meta={**task.meta, "unavailable": "a test says so"}))
+            await env.reset(replace(task, unavailable="a test says so"))
         assert await held(agent) == (0, 0)  # closed on the host as the reset failed
         await env.close()
     finally:

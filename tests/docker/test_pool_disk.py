@@ -75,7 +75,7 @@ def test_a_hostile_episode_stops_at_its_cap_and_the_neighbours_score_as_the_orac
 def test_the_sweep_file_sets_the_cap_per_image(tmp_path):
     from foundation.errors import ConfigError
     from orchestrator.sweep.config import load_sweep
-    from orchestrator.sweep.sites import sweep_pool_configs
+    from orchestrator.sweep.placing import sweep_pool_configs
 
     path = sweep_file(tmp_path, '[[models]]\nname = "oracle"\n')
     body = path.read_text()

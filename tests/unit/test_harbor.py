@@ -23,11 +23,11 @@ def test_task_toml_is_read_for_timeouts_resources_and_network():
     assert tasks["verifier-env"].meta["verifier_env"] == {"EXPECTED_GREETING": tasks["verifier-env"].meta["verifier_env"]
                                                           ["EXPECTED_GREETING"]}
     assert tasks["hello-file"].query == (FIXTURES / "hello-file" / "instruction.md").read_text()
-    assert "unavailable" not in tasks["hello-file"].meta
+    assert tasks["hello-file"].unavailable is None
 
 
 def test_what_we_do_not_support_is_one_line_naming_it():
-    tasks = {t.name: t.meta.get("unavailable", "") for t in read_harbor(UNSUPPORTED, "unsupported")}
+    tasks = {t.name: (t.unavailable or "") for t in read_harbor(UNSUPPORTED, "unsupported")}
     assert "uses volumes" in tasks["compose-task"] and "`gpus`" in tasks["gpu-task"]
     assert all("\n" not in reason for reason in tasks.values())
 
@@ -70,6 +70,6 @@ def test_an_mcp_server_outside_the_tasks_services_is_refused_without_the_interne
         "services:\n  main:\n    build: .\n  tools:\n    image: debian:bookworm-slim\n"))
     tasks = {t.name: t for t in of_directory(tmp_path).tasks}
     for name, url in [("loopback", "http://127.0.0.1:8080/mcp"), ("metadata", "http://169.254.169.254/latest/meta-data/")]:
-        assert tasks[name].meta["unavailable"].startswith(f"task.toml's MCP server probe at {url} is not one of the "
+        assert tasks[name].unavailable.startswith(f"task.toml's MCP server probe at {url} is not one of the "
                                                           "task's services, and the task has no internet"), name
-    assert "unavailable" not in tasks["own-service"].meta
+    assert tasks["own-service"].unavailable is None

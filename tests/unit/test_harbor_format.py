@@ -97,8 +97,8 @@ def test_a_step_without_its_instruction_is_that_tasks_line(tmp_path):
     import shutil
     folder = shutil.copytree(HARBOR / "multi-step", tmp_path / "multi-step")
     (folder / "steps" / "extend" / "instruction.md").unlink()
-    meta = read_harbor(folder, "h")[0].meta
-    assert meta["unavailable"] == "multi-step: steps/extend/instruction.md is missing" and meta["malformed"]
+    task = read_harbor(folder, "h")[0]
+    assert task.unavailable == "multi-step: steps/extend/instruction.md is missing" and task.malformed
 
 
 def test_the_pool_of_a_task_with_services_starts_them_beside_it():

@@ -27,7 +27,7 @@ def tasks():
                                   "busybox-scratch"])
 def test_a_published_header_is_read_with_nothing_refused(tasks, name):
     meta = tasks[name].meta
-    assert "unavailable" not in meta and meta["warnings"] == [] and tasks[name].image
+    assert tasks[name].unavailable is None and meta["warnings"] == [] and tasks[name].image
 
 
 def test_terminal_bench_21s_header_gives_its_workdir_and_sizes(tasks):
@@ -49,7 +49,7 @@ def test_harbor_026_fields_network_mode_and_healthcheck(tasks):
 
 def test_a_typo_is_a_warning_and_the_task_still_runs(tasks):
     meta = tasks["typo-agent2"].meta
-    assert "unavailable" not in meta and meta["warnings"] == [
+    assert tasks["typo-agent2"].unavailable is None and meta["warnings"] == [
         "task.toml: unknown table [agent2], ignored (as Harbor ignores it): did you mean [agent]?"]
 
 
@@ -61,9 +61,9 @@ def test_a_typo_is_a_warning_and_the_task_still_runs(tasks):
     ("tb1-task", "a Terminal-Bench 1 task (task.yaml): convert it to Harbor's format with `harbor tasks migrate", False),
 ])
 def test_a_broken_folder_is_its_own_line_beside_the_others(tasks, name, words, malformed):
-    reason = tasks[name].meta["unavailable"]
+    reason = tasks[name].unavailable
     assert reason.startswith(f"{name}: ") and words in reason and "\n" not in reason
-    assert bool(tasks[name].meta.get("malformed")) is malformed and tasks[name].image == ""
+    assert bool(tasks[name].malformed) is malformed and tasks[name].image == ""
     assert len(tasks) == 16  # every folder is a task: none dropped, none refusing the rest
 
 
@@ -76,7 +76,7 @@ def test_a_folder_with_neither_task_toml_nor_instruction_is_no_task(tmp_path):
     (tmp_path / "one").mkdir()
     (tmp_path / "one" / "instruction.md").write_text("do it")
     found = read_harbor(tmp_path, "t")
-    assert [t.name for t in found] == ["one"] and found[0].meta["unavailable"] == "one: task.toml is missing"
+    assert [t.name for t in found] == ["one"] and found[0].unavailable == "one: task.toml is missing"
 
 
 def config(text: str) -> tuple[dict, list[str]]:
@@ -212,4 +212,4 @@ def test_a_separate_verifier_is_read_as_harbor_reads_it():
     assert (settings["verifier_workdir"], settings["verifier_environment_env"]) == ("/judge", {"A": "1"})
     assert not config("")[0]["verifier_separate"]
     task = {t.name: t for t in read_harbor(PROJECT_ROOT / "tests" / "fixtures" / "harbor", "h")}["separate-verifier"]
-    assert task.meta["verifier_context"].endswith("separate-verifier/tests") and "unavailable" not in task.meta
+    assert task.meta["verifier_context"].endswith("separate-verifier/tests") and task.unavailable is None

@@ -56,7 +56,7 @@ def test_an_unlisted_variable_refuses_its_task_in_one_line_and_the_others_run(fo
     for name, where in [("leaks-the-key", "task.toml's [environment] env `LEAKED`"),
                         ("verifier-leaks", "task.toml's [verifier] env `JUDGE_KEY`"),
                         ("service-leaks", "environment/docker-compose.yaml's service sidecar's environment `KEY`")]:
-        reason = tasks[name].meta["unavailable"]
+        reason = tasks[name].unavailable
         assert reason == (f"{where} takes ${{ANTHROPIC_API_KEY}} from this machine, which this task set "
                           "does not allow: allow it with `host_env = [\"ANTHROPIC_API_KEY\"]` in its [[tasks]] "
                           "(tasks check and tasks shell: --host-env ANTHROPIC_API_KEY), or remove it"), reason
@@ -64,8 +64,8 @@ def test_an_unlisted_variable_refuses_its_task_in_one_line_and_the_others_run(fo
         assert tasks[name].image == ""  # nothing built or leased for it: its episodes are its one line (a sweep
         # stored them as "no such image" infra errors: tests/docker/test_hostile_sweep.py)
     for name in ("honest", "default-only"):
-        assert "unavailable" not in tasks[name].meta and tasks[name].meta["host_env"] == []
-    assert "INTERCODE_TEST_ALLOWED" in tasks["allowed"].meta["unavailable"]
+        assert tasks[name].unavailable is None and tasks[name].meta["host_env"] == []
+    assert "INTERCODE_TEST_ALLOWED" in tasks["allowed"].unavailable
 
 
 def test_a_default_is_taken_and_the_host_s_value_never_read_unless_allowed(folders: Path):
@@ -80,10 +80,10 @@ def test_allowed_variables_reach_the_task_and_an_allowed_unset_one_is_one_line(f
     allowed = tasks["allowed"].meta
     assert allowed["host_env"] == ["INTERCODE_TEST_ALLOWED"]
     assert resolve(dict(allowed["env"]), allowed["host_env"]) == {"OK": "fine"}
-    assert tasks["allowed-unset"].meta["unavailable"] == (
+    assert tasks["allowed-unset"].unavailable == (
         "task.toml's [environment] env `NEED` needs the variable INTERCODE_TEST_UNSET set on this machine: "
         "export it, then run again")
-    assert "ANTHROPIC_API_KEY" in tasks["leaks-the-key"].meta["unavailable"]  # still not allowed
+    assert "ANTHROPIC_API_KEY" in tasks["leaks-the-key"].unavailable  # still not allowed
 
 
 def test_the_refusal_looks_at_every_table_a_template_can_be_in():

@@ -164,7 +164,7 @@ async def test_the_first_answer_is_asked_for_while_the_environment_resets(local:
 
 
 async def test_a_failed_reset_cancels_the_first_call_and_raises_its_error(local: Runtime) -> None:
-    broken = replace(task("bash"), meta={"unavailable": "its set-up downloads from the internet"})
+    broken = replace(task("bash"), unavailable="its set-up downloads from the internet")
     async with make_environment("bash", local) as env:
         model = _Watching(env, [GREP], delay=30)
         with pytest.raises(TaskUnavailable, match="downloads from the internet"):

@@ -51,13 +51,13 @@ async def place(config: SweepConfig, todo: list[PlannedEpisode], task_sets: dict
                             lambda task: "its MCP servers are reached from the sweep's process, which is not beside a "
                                          "cluster host's containers: run it without [cluster] (or --ray)")
     # "": a kind that needs no container; a task unavailable here has no image to build
-    images = sorted({e.task.image for e in todo if e.task.image and "unavailable" not in e.task.meta})
+    images = sorted({e.task.image for e in todo if e.task.image and e.task.unavailable is None})
     failed = await ensure_each(images + mounted_images(config.strategies, your_agents.layers), data_dir)
     if failed:
         todo = _without_images(todo, {image: error for image, error in failed.items() if image in images})
     needs = {image: found for task_set in task_sets.values() for image, found in task_set.hardening.items()}
     todo, needs = await placed(todo, your_agents.installed, your_agents.layers, failed, folder, needs)
-    running = [e.task for e in todo if e.task.image and "unavailable" not in e.task.meta]
+    running = [e.task for e in todo if e.task.image and e.task.unavailable is None]
     # a Harbor task's separate verifier leases containers of its own image, pooled as the tasks' are
     images = sorted({t.image for t in running} | {t.meta["verifier_image"] for t in running if t.meta.get("verifier_image")})
     return Placement(todo, images, sweep_pool_configs(config, images, needs))
@@ -125,10 +125,10 @@ def _unavailable(todo: list[PlannedEpisode], which: Callable[[Task], bool],
 
     def of(task: Task) -> Task:
         if task.id not in made:
-            made[task.id] = dataclasses.replace(task, meta={**task.meta, "unavailable": why(task)}, image="")
+            made[task.id] = task.refused(why(task))
         return made[task.id]
 
-    return [dataclasses.replace(e, task=of(e.task)) if which(e.task) and "unavailable" not in e.task.meta else e
+    return [dataclasses.replace(e, task=of(e.task)) if which(e.task) and e.task.unavailable is None else e
             for e in todo]
 
 
