@@ -112,7 +112,6 @@ class ModelHandle:
         self.log.append((list(messages), result))
         return result
 
-
     async def _in_episode(self, call: Coroutine[Any, Any, T]) -> T:
         return await in_context(self._episode, call)
 

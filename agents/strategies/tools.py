@@ -44,8 +44,8 @@ from agents.base import (
     Turn,
 )
 from agents.llm.errors import ModelError
-from agents.recording import assistant_message
 from agents.mcp_tools import McpTools, ToolServerError
+from agents.recording import assistant_message
 from agents.strategies.turns import (
     Dialogue,
     FeedbackOptions,
