@@ -39,9 +39,9 @@ pool-demo: (images "nl2bash-fs1")
 chromium:
     scripts/ensure-chromium.sh
 
-# The Docker-free tier, tests/unit, in two processes: no engine, no images, no browser (DOCKER_HOST points nowhere)
+# The Docker-free tier, tests/unit, in three processes (a third of its tests' time is waiting on timers, retries and processes starting, which the third fills on two cores): no engine, no images, no browser (DOCKER_HOST points nowhere)
 test-fast *ARGS:
-    DOCKER_HOST=unix:///nonexistent/intercode-test-fast.sock {{python}} -m pytest tests/unit -n 2 -p no:cacheprovider --durations=10 "$@"
+    DOCKER_HOST=unix:///nonexistent/intercode-test-fast.sock {{python}} -m pytest tests/unit -n 3 -p no:cacheprovider --durations=10 "$@"
 
 # The whole suite but the tests marked long, tier by tier, stopping at the first that fails: tests/unit first; meanwhile, in the background, the images, Chromium and the few tests marked `alone` (they need the engine to themselves, which the unit tier leaves them); then tests/docker and tests/browser in three processes (tests/cluster is all long). With ARGS, pytest ARGS alone after the images (e.g. ./dev test tests/docker/test_sweep.py -k quickstart)
 test *ARGS:

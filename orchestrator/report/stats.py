@@ -11,7 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import binomtest, bootstrap
+
+# scipy.stats is imported by the functions that use it: it takes about a second, which the viewer's
+# start and every command that imports a report would otherwise pay.
 
 
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
@@ -25,6 +27,8 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[f
         raise ValueError(f"need 0 <= successes <= n, got {successes}/{n}")
     if n == 0:
         return 0.0, 1.0
+    from scipy.stats import binomtest
+
     ci = binomtest(successes, n).proportion_ci(confidence_level=confidence, method="wilson")
     # The ends exactly (0/n must give exactly 0, n/n exactly 1), not float noise.
     low = 0.0 if successes == 0 else max(0.0, float(ci.low))
@@ -48,6 +52,8 @@ def mcnemar_exact(only_a: int, only_b: int) -> float:
         raise ValueError(f"discordant counts must be >= 0, got {only_a}, {only_b}")
     if only_a + only_b == 0:
         return 1.0
+    from scipy.stats import binomtest
+
     return float(binomtest(only_a, only_a + only_b, 0.5).pvalue)
 
 
@@ -78,6 +84,8 @@ def paired_bootstrap(a: Sequence[float], b: Sequence[float], *, resamples: int =
         raise ValueError("paired bootstrap needs at least one pair")
     if resamples < 1 or not 0 < confidence < 1:
         raise ValueError("need resamples >= 1 and 0 < confidence < 1")
+    from scipy.stats import bootstrap
+
     first, second = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     observed = float((first - second).mean())
     result = bootstrap((first, second), _mean_difference, paired=True, vectorized=True, n_resamples=resamples,

@@ -8,7 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from inspect_ai.log import read_eval_log
 
 from foundation.settings import PROJECT_ROOT
 from orchestrator.cli import main
@@ -54,6 +53,8 @@ def test_infra_failures_cut_episodes_and_an_interrupted_run_are_as_the_report_co
                 record("gpt-x", 2, "budget_exhausted", 1.0), record("replay:/t/f.json", 0, "submitted", 0.5, actions=("ls", "submit"))]
     asyncio.run(store_of(tmp_path / "out", episodes, "interrupted"))
     assert main(["export", str(tmp_path / "out"), "--format", "inspect", "--to", str(tmp_path / "logs")]) == 0
+    from inspect_ai.log import read_eval_log
+
     llm = read_eval_log(str(tmp_path / "logs" / "gpt-x__single__starter-bash.eval"))
     assert (llm.status, llm.eval.model, llm.eval.metadata["model"]) == ("cancelled", "litellm/gpt-x", "gpt-x")
     solved, infra, cut = llm.samples

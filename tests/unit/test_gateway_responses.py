@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import openai
 
 from agents.base import ToolCall
 from agents.gateway import LLMGateway
@@ -16,6 +15,9 @@ from agents.models import OracleModel
 from agents.own import Answer
 from agents.strategies.external import ModelHandle
 from tasks import load_tasks
+from tests.lazy import lazy
+
+openai = lazy("openai")
 
 PATCH = "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** End Patch\n"
 HISTORY = [

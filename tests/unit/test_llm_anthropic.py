@@ -14,12 +14,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import httpx
-import openai
 import pytest
 
 from agents.base import PAPER_STRATEGIES, STRATEGIES, get_strategy
 from agents.llm import LLMClient, ModelError, ModelSpec, RetryPolicy
-from agents.llm._litellm import litellm
 from agents.llm.errors import classify
 from agents.llm.server import Rule, ScriptedLLMServer, ScriptedToolCall, ServerConfig
 from agents.llm.transport import InProcessTransport, Transport
@@ -29,6 +27,10 @@ from environments.runtime import Runtime
 from foundation.local import LocalProvider
 from tasks import Task
 from tests.conftest import Lent
+from tests.lazy import lazy
+
+openai = lazy("openai")
+litellm = lazy("agents.llm._litellm", "litellm")
 
 MODEL = "anthropic/claude-scripted"
 KEY = "ant-test-SECRET-5b7e1d"  # not shaped like an sk- key: only the client's knowledge of it can redact it

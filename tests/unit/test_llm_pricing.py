@@ -7,9 +7,11 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from agents.llm._litellm import litellm
 from agents.llm.server import ScriptedLLMServer
 from agents.llm.transport import InProcessTransport, Request
+from tests.lazy import lazy
+
+litellm = lazy("agents.llm._litellm", "litellm")
 
 USER = [{"role": "user", "content": "hello"}]
 

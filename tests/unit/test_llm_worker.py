@@ -1,10 +1,11 @@
-"""The LLM worker processes: a worker that dies mid-call, a cancelled call, closing, and a parent
-killed with SIGKILL. Real processes, real litellm, the scripted server over real HTTP."""
+"""The LLM worker processes: calls spread over them, a worker that dies mid-call, a cancelled call,
+closing, calls made before they are up, and a parent killed with SIGKILL. Real processes, real litellm, the scripted server over real HTTP."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -36,35 +37,39 @@ def _pids(transport: WorkerTransport) -> list[int]:
     return [w.process.pid for w in transport._workers if w.process is not None]  # noqa: SLF001
 
 
-async def test_calls_spread_over_the_workers_and_close_ends_them() -> None:
+async def test_calls_spread_a_worker_killed_mid_call_is_a_retried_connection_error_and_close_ends_every_worker() -> None:
+    """One transport of two workers through its life: calls spread over both; a worker killed with a
+    call in flight costs that call one retry (a connection error, never the model's), and the worker
+    is started again; closing ends every worker, the new one too."""
     async with ScriptedLLMServer(ServerConfig(latency=0.3)) as server:
         transport = WorkerTransport(2)
-        client = LLMClient([ModelSpec(name=MODEL, api_base=f"{server.base_url}/v1", api_key="k")], transport=transport)
-        await transport.start()
-        pids = _pids(transport)
-        results = await asyncio.gather(*(client.complete(MODEL, USER) for _ in range(20)))
-        await client.aclose()
-    assert [r.text for r in results] == ["OK"] * 20 and len(server.requests) == 20
-    assert len(set(pids)) == 2 and os.getpid() not in pids
-    assert not any(_alive(pid) for pid in pids)
-
-
-async def test_a_worker_killed_mid_call_is_a_retried_connection_error() -> None:
-    async with ScriptedLLMServer(ServerConfig(latency=0.5)) as server:
-        transport = WorkerTransport(1)
         client = LLMClient([ModelSpec(name=MODEL, api_base=f"{server.base_url}/v1", api_key="k")],
                            retry=FAST, transport=transport)
         await transport.start()
-        first = _pids(transport)[0]
+        pids = _pids(transport)
+        results = await asyncio.gather(*(client.complete(MODEL, USER) for _ in range(20)))
+        assert [r.text for r in results] == ["OK"] * 20 and len(server.requests) == 20
+        assert len(set(pids)) == 2 and os.getpid() not in pids
+
+        server.config.latency = 0.5
+        before = server.arrived
         call = asyncio.create_task(client.complete(MODEL, USER))
-        while not server.arrived:  # at the provider, which answers after 0.5 s
+        while server.arrived == before:  # at the provider, which answers after 0.5 s
             await asyncio.sleep(0.02)
-        os.kill(first, signal.SIGKILL)
+        killed = next(w for w in transport._workers if w.pending)  # noqa: SLF001
+        assert killed.process is not None
+        os.kill(killed.process.pid, signal.SIGKILL)
         result = await call
-        second = _pids(transport)[0]
+        assert result.text == "OK" and result.usage.attempts == 2
+        assert client.stats(MODEL).retries == 1 and len(server.requests) == 22
+        deadline = time.monotonic() + 60
+        while not (killed.alive and killed.ready is not None and killed.ready.done()):  # started again
+            assert time.monotonic() < deadline, "the killed worker was not started again"
+            await asyncio.sleep(0.05)
+        again = _pids(transport)
+        assert len(set(again)) == 2 and set(again) != set(pids)
         await client.aclose()
-    assert result.text == "OK" and result.usage.attempts == 2
-    assert second != first and client.stats(MODEL).retries == 1 and len(server.requests) == 2
+    assert not any(_alive(pid) for pid in {*pids, *again})
 
 
 async def test_a_cancelled_call_leaves_the_worker_serving(llm_worker: WorkerTransport) -> None:
@@ -98,23 +103,51 @@ async def test_errors_keep_their_kind_and_lose_the_key(llm_worker: WorkerTranspo
 
 PARENT = """
 import asyncio, sys
-from agents.llm.transport import Request, WorkerTransport
+from agents.llm import LLMClient, ModelSpec
+from agents.llm.server import ScriptedLLMServer
+from agents.llm.transport import WorkerTransport
 
 async def main():
-    transport = WorkerTransport(2)
-    await transport.start()
-    print(" ".join(str(w.process.pid) for w in transport._workers), flush=True)
-    await asyncio.sleep(600)
+    async with ScriptedLLMServer() as server:
+        transport = WorkerTransport(2)
+        client = LLMClient([ModelSpec(name="openai/early", api_base=f"{server.base_url}/v1", api_key="k")],
+                           transport=transport)
+        answer = (await client.complete("openai/early", [{"role": "user", "content": "hi"}])).text
+        up = any(w.ready.done() for w in transport._workers)
+        print(answer, up, "litellm" in sys.modules, "openai" in sys.modules, flush=True)
+        print(" ".join(str(w.process.pid) for w in transport._workers), flush=True)
+        await asyncio.sleep(600)
 
 asyncio.run(main())
 """
 
 
-def test_workers_exit_when_their_parent_is_killed() -> None:
-    parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True)
+def _lines(process: subprocess.Popen[bytes], count: int, timeout: float) -> list[str]:
+    """The first `count` lines `process` prints, within `timeout` s (AssertionError past it, or when
+    it exits first, with the end of its stderr)."""
+    assert process.stdout is not None and process.stderr is not None
+    out, deadline = b"", time.monotonic() + timeout
+    while out.count(b"\n") < count:
+        left = deadline - time.monotonic()
+        ready, _, _ = select.select([process.stdout], [], [], max(left, 0))
+        chunk = os.read(process.stdout.fileno(), 4096) if ready else b""
+        if not chunk:
+            process.kill()
+            process.wait()
+            why = "exited" if ready else f"printed nothing more within {timeout:g} s"
+            raise AssertionError(f"the parent {why}: {out!r}\n{process.stderr.read().decode()[-2000:]}")
+        out += chunk
+    return out.decode().splitlines()[:count]
+
+
+def test_a_call_before_the_workers_are_up_waits_for_them_the_parent_never_imports_litellm_and_its_workers_die_with_it() -> None:
+    parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              cwd=Path(__file__).resolve().parents[2])
     try:
-        assert parent.stdout is not None
-        pids = [int(pid) for pid in parent.stdout.readline().split()]
+        answer, line = _lines(parent, 2, timeout=120)
+        # answered by a worker, once it was up; litellm and openai only ever in the workers
+        assert answer.split() == ["OK", "True", "False", "False"], answer
+        pids = [int(pid) for pid in line.split()]
         assert len(pids) == 2 and all(_alive(pid) for pid in pids)
         parent.send_signal(signal.SIGKILL)
         parent.wait()
@@ -125,35 +158,9 @@ def test_workers_exit_when_their_parent_is_killed() -> None:
     finally:
         parent.kill()
         parent.wait()
-        if parent.stdout is not None:
-            parent.stdout.close()
-
-
-EARLY_CALLER = """
-import asyncio, sys
-from agents.llm import LLMClient, ModelSpec
-from agents.llm.server import ScriptedLLMServer
-from agents.llm.transport import WorkerTransport
-
-async def main():
-    async with ScriptedLLMServer() as server:
-        transport = WorkerTransport(1)
-        client = LLMClient([ModelSpec(name="openai/early", api_base=f"{server.base_url}/v1", api_key="k")],
-                           transport=transport)
-        answer = (await client.complete("openai/early", [{"role": "user", "content": "hi"}])).text
-        up = transport._workers[0].ready.done()
-        await client.aclose()
-    print(answer, up, "litellm" in sys.modules, "openai" in sys.modules)
-
-asyncio.run(main())
-"""
-
-
-def test_calls_before_the_workers_are_up_wait_for_them_and_this_process_never_imports_litellm() -> None:
-    run = subprocess.run([sys.executable, "-c", EARLY_CALLER], capture_output=True, text=True, timeout=120,
-                         cwd=Path(__file__).resolve().parents[2])
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert run.stdout.split() == ["OK", "True", "False", "False"]  # answered by the worker, once it was up
+        for stream in (parent.stdout, parent.stderr):
+            if stream is not None:
+                stream.close()
 
 
 CANCELLER = """

@@ -19,9 +19,6 @@ from typing import Any
 
 import pytest
 import uvicorn
-from mcp import types as mcp_types
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
 
 from agents.base import get_strategy
 from agents.llm import LLMClient, ModelSpec, RetryPolicy
@@ -36,12 +33,18 @@ from environments.base import Environment, Skill, ToolServer
 from environments.kind import KindSpec, register
 from foundation.concurrency import TaskOwner
 from tasks import Task
+from tests.lazy import lazy
+
+mcp_types = lazy("mcp.types")
 
 KEY = "sk-test-mcp-7d2e"
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(16)).decode()  # 24 bytes
 
 
 def demo_server() -> MCPServer:
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+
     server = MCPServer("demo", log_level="WARNING")
 
     @server.tool()

@@ -11,8 +11,6 @@ import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import anthropic
-import openai
 import pytest
 
 from agents.base import EpisodeOutcome
@@ -25,7 +23,10 @@ from environments import make_environment
 from environments.runtime import Runtime
 from foundation.errors import ConfigError
 from foundation.settings import PROJECT_ROOT
+from tests.lazy import lazy
 from tests.local_starter import local_runtime, starter
+
+anthropic, openai = lazy("anthropic"), lazy("openai")
 
 EXAMPLE = PROJECT_ROOT / "examples" / "own-agent"
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from scipy.stats import binomtest
 
 from orchestrator.report.stats import (
     BootstrapResult,
@@ -12,6 +11,9 @@ from orchestrator.report.stats import (
     paired_bootstrap,
     wilson_interval,
 )
+from tests.lazy import lazy
+
+scipy_stats = lazy("scipy.stats")
 
 
 @pytest.mark.parametrize(("successes", "n", "low", "high"), [
@@ -29,7 +31,7 @@ def test_wilson_known_values(successes, n, low, high):
 
 @pytest.mark.parametrize(("successes", "n"), [(0, 3), (1, 3), (7, 20), (19, 20), (50, 100), (3, 1000)])
 def test_wilson_matches_scipy(successes, n):
-    ci = binomtest(successes, n).proportion_ci(confidence_level=0.95, method="wilson")
+    ci = scipy_stats.binomtest(successes, n).proportion_ci(confidence_level=0.95, method="wilson")
     assert wilson_interval(successes, n) == pytest.approx((ci.low, ci.high), abs=1e-9)
 
 
@@ -60,7 +62,7 @@ def test_mcnemar_known_values(only_a, only_b, p):
 
 @pytest.mark.parametrize(("only_a", "only_b"), [(4, 11), (20, 13), (1, 30), (7, 8)])
 def test_mcnemar_matches_scipy_binomial(only_a, only_b):
-    expected = binomtest(only_a, only_a + only_b, 0.5).pvalue
+    expected = scipy_stats.binomtest(only_a, only_a + only_b, 0.5).pvalue
     assert mcnemar_exact(only_a, only_b) == pytest.approx(expected, rel=1e-9)
 
 

@@ -9,7 +9,6 @@ import json
 import time
 from pathlib import Path
 
-from inspect_ai.log import EvalSample
 
 from orchestrator.store import EpisodeKey, EpisodeRecord, LLMCall, TurnRecord
 from orchestrator.store.transcript import Transcript
@@ -70,6 +69,8 @@ async def test_the_episode_downloads_as_json_and_as_an_inspect_sample(tmp_path: 
             body = json.loads(await response.text())
         async with client.get("/s/0/episodes/1?format=inspect") as response:
             assert response.status == 200
+            from inspect_ai.log import EvalSample
+
             sample = EvalSample.model_validate_json(await response.text())
         refused = await get(client, "/s/0/episodes/1?format=xml", 400)
         await get(client, "/s/0/episodes/9?format=json", 404)
