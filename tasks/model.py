@@ -30,30 +30,23 @@ class Task:
     name: str = ""  # a name that identifies it in its set (a Harbor task's folder); "": its index
     unavailable: str | None = None  # why it can't run here (then it has no image: nothing is built or leased)
     malformed: bool = False  # unavailable because the task itself is at fault (a Harbor folder's task.toml)
-    _fingerprint: str = field(init=False, repr=False, compare=False)
+    # Derived once, when the task is made (a task is immutable): every layer reads them, per turn.
+    id: str = field(init=False, repr=False, compare=False)
+    """`<dataset>/<index>`, or `<dataset>/<name>` for a task with a name of its own (its key in the
+    store: adding a Harbor folder does not shift the others)."""
+    fingerprint: str = field(init=False, repr=False, compare=False)
+    """The id plus a hash of everything that defines the task: cached gold results are keyed by it,
+    so a task whose gold, query or set-up changed under the same id is computed afresh."""
+    gold_text: str = field(init=False, repr=False, compare=False)
+    """The gold as one action: a list of commands is joined with `;`, as the original did."""
 
     def __post_init__(self) -> None:
-        # Computed once: every scored turn looks its gold up by it.
+        task_id = f"{self.dataset}/{self.name or self.index}"
         content = json.dumps([self.query, self.gold, dict(self.meta)], sort_keys=True, default=str)
-        object.__setattr__(self, "_fingerprint", f"{self.id}#{hashlib.sha256(content.encode()).hexdigest()[:12]}")
-
-    @property
-    def id(self) -> str:
-        """`<dataset>/<index>`, or `<dataset>/<name>` for a task with a name of its own (its key in
-        the store: adding a Harbor folder does not shift the others)."""
-        return f"{self.dataset}/{self.name or self.index}"
-
-    @property
-    def fingerprint(self) -> str:
-        """The id plus a hash of everything that defines the task: cached gold results are keyed by
-        it, so a task whose gold, query or set-up changed under the same id is computed afresh."""
-        return self._fingerprint
+        object.__setattr__(self, "id", task_id)
+        object.__setattr__(self, "fingerprint", f"{task_id}#{hashlib.sha256(content.encode()).hexdigest()[:12]}")
+        object.__setattr__(self, "gold_text", self.gold if isinstance(self.gold, str) else ";".join(self.gold))
 
     def refused(self, why: str, *, malformed: bool = False) -> Task:
         """This task, unavailable here for `why`: no image, so nothing is built or leased for it."""
         return replace(self, unavailable=why, malformed=malformed or self.malformed, image="")
-
-    @property
-    def gold_text(self) -> str:
-        """The gold as one action: a list of commands is joined with `;`, as the original did."""
-        return self.gold if isinstance(self.gold, str) else ";".join(self.gold)
