@@ -23,6 +23,20 @@ def _root(node: ast.expr) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
+def _lazy_guarded(value: ast.expr) -> bool:
+    """`lazy("openai")`, `lazy("agents.llm._litellm", "litellm")` (tests/lazy.py): a guarded library, imported later."""
+    return (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "lazy"
+            and any(isinstance(a, ast.Constant) and isinstance(a.value, str) and _guarded(a.value) for a in value.args))
+
+
+def _lazily_bound(node: ast.Assign) -> set[str]:
+    """Names an assignment binds to a lazily imported guarded library (`a, b = lazy(...), lazy(...)` too)."""
+    pairs = [(target, node.value) for target in node.targets]
+    pairs += [(t, v) for target in node.targets if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple)
+              for t, v in zip(target.elts, node.value.elts)]
+    return {target.id for target, value in pairs if isinstance(target, ast.Name) and _lazy_guarded(value)}
+
+
 def violations(source: str, name: str = "<source>") -> list[str]:
     """Lines that assign into (or setattr on) a name bound to something imported from a guarded library."""
     tree = ast.parse(source, name)
@@ -32,6 +46,8 @@ def violations(source: str, name: str = "<source>") -> list[str]:
             bound |= {(a.asname or a.name).split(".")[0] for a in node.names if _guarded(a.name)}
         elif isinstance(node, ast.ImportFrom) and _guarded(node.module):
             bound |= {a.asname or a.name for a in node.names}
+        elif isinstance(node, ast.Assign):
+            bound |= _lazily_bound(node)
     found = []
     for node in ast.walk(tree):
         targets: list[ast.expr] = []
@@ -72,6 +88,9 @@ def test_the_scan_catches_every_form_it_looks_for():
         "import litellm\nlitellm.model_cost['m'] = {}": 1,  # item assignment into a module's table
         "import litellm\nx = litellm.completion\nother.attr = 1": 0,
         "import json\njson.x = 1": 0,
+        "openai = lazy('openai')\nopenai.api_key = 'k'": 1,  # tests/lazy.py's late import
+        "a, litellm = lazy('openai'), lazy('agents.llm._litellm', 'litellm')\nlitellm.x = 1\na.y = 2": 2,
+        "j = lazy('json')\nj.x = 1": 0,
     }
     for source, count in caught.items():
         assert len(violations(source)) == count, source
