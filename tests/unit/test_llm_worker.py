@@ -1,5 +1,6 @@
 """The LLM worker processes: calls spread over them, a worker that dies mid-call, a cancelled call,
-closing, calls made before they are up, and a parent killed with SIGKILL. Real processes, real litellm, the scripted server over real HTTP."""
+closing, calls made before they are up, and a parent killed with SIGKILL. Real processes, real
+litellm, the scripted server over real HTTP."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def _pids(transport: WorkerTransport) -> list[int]:
     return [w.process.pid for w in transport._workers if w.process is not None]  # noqa: SLF001
 
 
-async def test_calls_spread_a_worker_killed_mid_call_is_a_retried_connection_error_and_close_ends_every_worker() -> None:
+async def test_calls_spread_a_killed_workers_call_is_retried_and_close_ends_every_worker() -> None:
     """One transport of two workers through its life: calls spread over both; a worker killed with a
     call in flight costs that call one retry (a connection error, never the model's), and the worker
     is started again; closing ends every worker, the new one too."""
@@ -140,7 +141,7 @@ def _lines(process: subprocess.Popen[bytes], count: int, timeout: float) -> list
     return out.decode().splitlines()[:count]
 
 
-def test_a_call_before_the_workers_are_up_waits_for_them_the_parent_never_imports_litellm_and_its_workers_die_with_it() -> None:
+def test_an_early_call_waits_for_the_workers_the_parent_never_imports_litellm_and_its_workers_die_with_it() -> None:
     parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               cwd=Path(__file__).resolve().parents[2])
     try:
