@@ -6,8 +6,10 @@ is a warm run's: the same sweep runs once untraced before it (images built, the 
     python -m tests.walk_trace          # the walk: files in the order first entered, and the steps back
 
 A call is a step between files: from the project file nearest the call on the stack (the caller;
-none when the event loop started it, as a task's coroutine) into the project file called. An
-import is none, and neither is a coroutine going on after an await (it was called once). It is a **step back** when the file called was entered before (it
+none when the event loop started it, as a task's coroutine, or when `foundation/concurrency.py`'s
+generic runners did: they run what another file handed them, as the event loop does) into the
+project file called. An import is none, and neither is a coroutine going on after an await (it was
+called once). It is a **step back** when the file called was entered before (it
 had been left: the walk comes back to it), and a **step up** when it goes from a lower layer of the
 import contract into a higher one (`pyproject.toml`: orchestrator > agents > environments > tasks >
 foundation > icdriver). docs/architecture.md's walk and its figures come from here
@@ -36,6 +38,9 @@ from foundation.settings import PROJECT_ROOT
 RESUME = dis.opmap["RESUME"]  # where a function's code starts, and where a coroutine goes on after an await
 DOC = PROJECT_ROOT / "docs" / "architecture.md"
 FIGURES = re.compile(r"\*\*Traced: (\d+) files; (\d+) distinct steps back .*?; (\d+) steps? up\s+the layers\.\*\*", re.S)
+# The generic runners (TaskOwner's guard, SharedWork's and all_of's runs): every call they make into
+# another file of ours is of a coroutine that file handed them, so it counts as the event loop's.
+RUNNERS = "foundation/concurrency.py"
 LAYERS = ("orchestrator", "agents", "environments", "tasks", "foundation", "icdriver")
 SWEEP = """name = "walk"
 output = "{output}"
@@ -59,9 +64,8 @@ class Trace:
     back: collections.Counter[tuple[str, str]] = field(default_factory=collections.Counter)  # of them, into a file entered before
 
     def up(self) -> list[tuple[str, str]]:
-        """Steps from a lower layer into a higher one (the generic runners of foundation/concurrency.py aside)."""
-        return sorted(pair for pair in self.calls if _layer(pair[1]) < _layer(pair[0])
-                      and pair[0] != "foundation/concurrency.py")
+        """Steps from a lower layer into a higher one."""
+        return sorted(pair for pair in self.calls if _layer(pair[1]) < _layer(pair[0]))
 
 
 def _layer(path: str) -> int:
@@ -110,6 +114,8 @@ def tracing() -> Iterator[Trace]:
                 break
             caller = ours(back.f_code.co_filename)
             back = back.f_back
+        if caller == RUNNERS:  # a task's coroutine (or an iterable) another file handed the runners
+            caller = None
         if called not in entered:
             entered.add(called)
             trace.order.append(called)
