@@ -204,7 +204,8 @@ async def _drop_replaced(docker: aiodocker.Docker, name: str, image_id: str, pro
 
 async def image_status(names: Iterable[str] | None, data_dir: Path, *,
                        docker: aiodocker.Docker | None = None) -> list[ImageStatus]:
-    """Per image (all when None), in build order: present, missing or stale, with its size.
+    """Per image (all when None; by its spec's name or as tasks name it, `intercode/NAME`), in
+    build order: present, missing or stale, with its size. ImageError for a name no spec has.
 
     An image whose parent (or a stage it copies from) is not present counts as stale: building
     would rebuild it.

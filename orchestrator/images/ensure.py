@@ -12,7 +12,6 @@ from foundation.errors import ImageError
 from foundation.settings import DEFAULT_DATA_DIR
 from orchestrator.images.build import build_each, image_status
 from orchestrator.images.engine_build import Line, Progress
-from orchestrator.images.specs import BY_NAME
 
 log = structlog.get_logger(__name__)
 
@@ -27,14 +26,10 @@ async def ensure_images(images: list[str], data_dir: Path | None) -> None:
 
 async def ensure_each(images: list[str], data_dir: Path | None, progress: Progress | None = None) -> dict[str, str]:
     """Build the images that are missing or out of date, several at once; each image (as the tasks
-    name it, `intercode/NAME`) that could not be built, with why in one line."""
-    by_tag = {spec.tag.removesuffix(":latest"): name for name, spec in BY_NAME.items()}
-    unknown = [image for image in images if image not in by_tag]
-    if unknown:
-        raise ImageError(f"no image spec for {unknown[0]}: known images are {', '.join(by_tag)}")
+    name it, `intercode/NAME`) that could not be built, with why in one line. ImageError for an
+    image no spec makes."""
     directory = data_dir or DEFAULT_DATA_DIR
-    stale = [s.name for s in await image_status([by_tag[image] for image in images], directory)
-             if str(s.state) != "present"]
+    stale = [s.name for s in await image_status(images, directory) if str(s.state) != "present"]
     if not stale:
         return {}
     log.warning("building_images", images=stale)
