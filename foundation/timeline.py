@@ -41,16 +41,16 @@ class TurnTiming:
 
     spans: tuple[Span, ...]
     call: int | None
+    # When the first span began, and how long until the last ended; None without spans. Derived
+    # once, when the turn is made (the runner reads them as it stores the turn).
+    start: float | None = field(init=False)
+    duration: float | None = field(init=False)
 
-    @property
-    def start(self) -> float | None:
-        return self.spans[0].start if self.spans else None
-
-    @property
-    def duration(self) -> float | None:
-        if not self.spans:
-            return None
-        return max(s.start + s.duration for s in self.spans) - self.spans[0].start
+    def __post_init__(self) -> None:
+        first = self.spans[0].start if self.spans else None
+        end = max((s.start + s.duration for s in self.spans), default=None)
+        object.__setattr__(self, "start", first)
+        object.__setattr__(self, "duration", None if first is None or end is None else end - first)
 
 
 @dataclass
