@@ -30,7 +30,7 @@ class FairQueue:
         steer by (a shared service)."""
         self._pending: dict[str, collections.deque[PlannedEpisode]] = collections.defaultdict(collections.deque)
         for episode in episodes:
-            self._pending[episode.model].append(episode)
+            self._pending[episode.key.model].append(episode)
         self._order = list(self._pending)
         self.in_flight: collections.Counter[str] = collections.Counter()
         self.images_in_flight: collections.Counter[str] = collections.Counter()
@@ -67,9 +67,9 @@ class FairQueue:
         return capacity is None or capacity > self.images_in_flight[image]
 
     def done(self, episode: PlannedEpisode) -> None:
-        self.in_flight[episode.model] -= 1
+        self.in_flight[episode.key.model] -= 1
         self.images_in_flight[episode.task.image] -= 1
 
     def put_back(self, episode: PlannedEpisode) -> None:
         self.done(episode)
-        self._pending[episode.model].appendleft(episode)
+        self._pending[episode.key.model].appendleft(episode)
