@@ -33,6 +33,7 @@ from orchestrator.tasksets.resolve import TaskSet
 from tasks import Task
 
 log = structlog.get_logger(__name__)
+UNSET = PoolSettings()  # an image the sweep file says nothing of (read only)
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,7 @@ def _sized(config: SweepConfig, images: list[str]) -> frozenset[str]:
 
 
 def _pool_settings(config: SweepConfig, image: str) -> PoolSettings:
-    return config.pools.get(image) or config.pools.get(image.removeprefix("intercode/")) or PoolSettings()
+    return config.pools.get(image) or config.pools.get(image.removeprefix("intercode/")) or UNSET
 
 
 def _without_images(todo: list[PlannedEpisode], failed: dict[str, str]) -> list[PlannedEpisode]:
