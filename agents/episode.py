@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 from agents.base import EpisodeOutcome, Model, Strategy, Turn
 from agents.recording import EpisodeCalls
 from environments.base import EpisodeEnvironment, ScoringFailed
-from environments.kind import kind_spec
 from foundation.outcome import STOPPED, Status
 from foundation.timeline import Timeline
 
@@ -60,12 +59,12 @@ async def play(strategy: Strategy, env: EpisodeEnvironment, task: Task, model: M
     submitted here, as a last turn without a model answer. A multi-step task is run as Harbor runs
     it: each step a fresh run of the strategy with the step's instruction and a turn budget of its
     own, in the same container; the episode's record keeps every step's turns."""
-    steps: list[dict[str, Any]] = list(task.meta.get("steps") or []) if kind_spec(task.kind).submit_at_end else []
+    steps: list[dict[str, Any]] = list(task.meta.get("steps") or []) if env.spec.submit_at_end else []
     if steps:
         task = replace(task, meta={**task.meta, "step_runs": True})
     outcome = await strategy.run(env, task, model, max_turns=max_turns)
     while True:
-        while kind_spec(env.kind).submit_at_end and not env.done and _going(outcome):
+        while env.spec.submit_at_end and not env.done and _going(outcome):
             step = await env.step("submit")
             outcome.turns.append(Turn("", "submit", step.observation, step.reward, True, env.breakdown()))
             if step.done and step.reward == 1.0:

@@ -5,14 +5,15 @@
 
 The action is the first fenced block tagged with the environment's language (or untagged);
 failing that, `submit` / `submit FLAG` / `skip` alone on a line. No code gives None: the strategy
-then answers with the retry message and executes nothing.
+then answers with the retry message and executes nothing. A strategy passes its environment's
+spec (`env.spec`) for the kind; a kind's name is looked up.
 """
 
 from __future__ import annotations
 
 import re
 
-from environments.kind import kind_spec
+from environments.kind import KindSpec, kind_spec
 
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _INLINE_FENCE = re.compile(r"```([^`\n]+)```")
@@ -22,9 +23,9 @@ _REACT_OBSERVATION = re.compile(r"^[ \t]*Observation(?:[ \t]*\d+)?[ \t]*:", re.M
 _EXECUTE = re.compile(r"^execute\s*\[(.*)\]", re.DOTALL)
 
 
-def extract_action(output: str, kind: str) -> str | None:
-    """The action of `output` for an environment of `kind`, or None when it holds no code."""
-    tags = kind_spec(kind).fence_tags
+def extract_action(output: str, kind: KindSpec | str) -> str | None:
+    """The action of `output` for an environment of `kind` (its spec or name), or None when it holds no code."""
+    tags = (kind_spec(kind) if isinstance(kind, str) else kind).fence_tags
     for match in _FENCE.finditer(output):
         tag, body = match.group(1).lower(), match.group(2).strip()
         if body and (not tag or tag in tags):
@@ -37,7 +38,7 @@ def extract_action(output: str, kind: str) -> str | None:
     return None
 
 
-def extract_react_action(output: str, kind: str) -> str | None:
+def extract_react_action(output: str, kind: KindSpec | str) -> str | None:
     """The action of a ReAct answer: `Action: execute[CODE]`, `Action: submit [FLAG]`, or a fenced
     block after `Action:`; without an `Action:` line, whatever `extract_action` finds."""
     if observation := _REACT_OBSERVATION.search(output):  # the model imagined the observation: drop it

@@ -33,8 +33,11 @@ import aiohttp
 
 from agents.strategies.turns import DIALOGUE_LIMIT, Dialogue, clip, prompt
 from foundation.settings import PROJECT_ROOT
+from environments.kind import kind_spec
 from orchestrator.store import EpisodeKey, EpisodeRecord, LLMCall, Store, TurnRecord
 from orchestrator.store.transcript import Transcript
+
+BASH = kind_spec("bash")  # the kind whose prompts the stored episodes use
 
 MODELS, STRATEGIES = ("openai/gpt-4o-mini", "anthropic/claude-haiku"), ("try_again", "react")
 TASK_SETS = ("nl2bash-fs1", "nl2bash-fs2", "spider", "mbpp", "ctf")
@@ -74,9 +77,9 @@ def episode(i: int, rng: random.Random, pool: list[str]) -> EpisodeRecord:
 
 def dialogue(query: str, rewards: list[float], rng: random.Random, pool: list[str]) -> tuple[list[TurnRecord], Transcript]:
     """The turns and transcript of a Try Again episode (the strategy's own prompts and window)."""
-    system = prompt("system", "bash", reward_note=", with a reward between 0 and 1 that says how close you are")
+    system = prompt("system", BASH, reward_note=", with a reward between 0 and 1 that says how close you are")
     talk = Dialogue([{"role": "system", "content": system},
-                     {"role": "user", "content": prompt("query", "bash", query=query)}], DIALOGUE_LIMIT)
+                     {"role": "user", "content": prompt("query", BASH, query=query)}], DIALOGUE_LIMIT)
     transcript, turns = Transcript(), []
     for k, reward in enumerate(rewards):
         word = rng.choice(WORDS)
@@ -86,7 +89,7 @@ def dialogue(query: str, rewards: list[float], rng: random.Random, pool: list[st
         observation = rng.choice(pool)
         turns.append(TurnRecord(output, f"find . -name '*{word}*' | head -{k + 5}", observation, reward, True,
                                 {"file_changes": 0.33, "file_contents": round(reward / 3, 2), "output_similarity": 0.1}))
-        talk.add("user", prompt("observation", "bash", observation=clip(observation), reward_line=f"Reward: {reward}\n",
+        talk.add("user", prompt("observation", BASH, observation=clip(observation), reward_line=f"Reward: {reward}\n",
                                 query=query))
     return turns, transcript
 

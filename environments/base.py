@@ -1,6 +1,7 @@
 """The environment interface: one episode slot of one kind, gym-like and async.
 
     async with make_environment("bash", runtime) as env:
+        env.spec                                         # its kind's KindSpec (environments/kind.py)
         observation = await env.reset(task)             # the task's query
         step = await env.step("ls /testbed")             # StepResult(observation, reward, done, info)
         reward, info = await env.score()                 # the reward if submitted now; the episode goes on
@@ -27,6 +28,7 @@ from foundation.outcome import FailureClass, Status
 from foundation.timeline import span
 
 if TYPE_CHECKING:
+    from environments.kind import KindSpec
     from environments.runtime import Runtime
     from tasks import Task
 
@@ -114,6 +116,11 @@ class EpisodeEnvironment(Protocol):
     def kind(self) -> str: ...
 
     @property
+    def spec(self) -> KindSpec:
+        """The kind's spec, resolved once for the episode: what the strategies read of the kind."""
+        ...
+
+    @property
     def done(self) -> bool: ...
 
     @property
@@ -158,6 +165,7 @@ class Environment(ABC):
     """One episode at a time; several instances run side by side, each with its own container."""
 
     kind: ClassVar[str]
+    spec: ClassVar[KindSpec]  # set by `register` (environments/kind.py): the class is its kind's
     scores_every_action: ClassVar[bool] = True  # see harness_step
 
     def __init__(self, runtime: Runtime) -> None:

@@ -30,7 +30,8 @@ The rest of Harbor's format (0.26):
   _aggregate_step_rewards), or the last step's with `multi_step_reward_strategy = "final"`;
 - artifacts are copied out after the agent, before the verifier (Harbor collects them then), and
   kept in the breakdown (their text, cut at ARTIFACT_TEXT bytes each);
-- MCP servers and skills are offered to the agent (`tool_servers()`, `skills()`);
+- MCP servers and skills are offered to the agent (`tool_servers()`, `skills()`; a task that offers
+  them says so before it is reset: `Task.offers_extras`, set by tasks/harbor.py with its time limit);
 - reward.json need not have `reward`: the headline is then its one key's value, as Harbor's CLI
   reads it, or with several keys (where Harbor has no headline) their mean, so that success is
   every key at 1; every key is kept and the report shows each key's mean (Harbor's Mean metric).
@@ -622,20 +623,6 @@ def solution_parts(task: Task, where: Path | None = None) -> tuple[str, str]:
             "(exit $status)")
 
 
-def _time_limit(task: Task) -> float:
-    """The agent's time, the verifier's (each step's), and a minute for the containers and the
-    model's last answer."""
-    agent, verifier = float(task.meta.get("agent_timeout", 600)), float(task.meta.get("verifier_timeout", 600))
-    steps = _steps(task)
-    if not steps:
-        return agent + verifier + 60.0
-    return sum(float(s["agent_timeout"] or agent) + float(s["verifier_timeout"]) for s in steps) + 60.0
-
-
-def _offers_extras(task: Task) -> bool:
-    return bool(task.meta.get("mcp_servers") or task.meta.get("skills_dir"))
-
-
 def _oracle(task: Task) -> list[str]:
     """solve.sh then `submit`: the task's, or each step's in turn (one step's, in its own run)."""
     folder = Path(task.meta["dir"])
@@ -655,4 +642,4 @@ SPEC = register(KindSpec(
     paper_parser="code_or_whole", tool="shell", tool_argument="command",
     tool_description="Run a command in the container's shell (its state, such as the directory, carries over) and "
                      "return what it printed.",
-    submit_at_end=True, prompts="task", time_limit=_time_limit, offers_extras=_offers_extras))
+    submit_at_end=True, prompts="task"))

@@ -4,11 +4,14 @@ kind's own module, registered by name.
     spec = kind_spec("sql")          # imports environments.sql if needed
     spec.language, spec.fence        # "SQL", "sql": what prompts say, what an offline model writes
     spec.gold_actions(task)          # the oracle's actions
-    spec.environment                 # SqlEnv
+    spec.environment                 # SqlEnv, whose `spec` is this one: SqlEnv.spec is spec
 
-Strategies, parsing, the oracle, validate, replay, export and the gym adapter read the spec; none
-of them switches on a kind's name. A new kind is a module that defines an Environment subclass and
-calls `register(KindSpec(...))` (tests/unit/test_toy_kind.py does it in a test module alone).
+A kind's name is looked up once, where there is nothing else to go by (a task's kind: the sweep's
+runner, the oracle, validate, replay, export, the gym adapter); an episode's environment carries
+its spec (`env.spec`), which the strategies read. None of them switches on a kind's name. A new
+kind is a module that defines an Environment subclass and calls `register(KindSpec(...))`
+(tests/unit/test_toy_kind.py does it in a test module alone). What differs between one task of a
+kind and another (its time limit, whether it offers skills) is the task's (tasks/model.py).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from __future__ import annotations
 import importlib
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from foundation.errors import ConfigError
@@ -43,10 +46,6 @@ def _run_then_submit(task: Task) -> list[str]:
 
 def _offers_nothing(task: Task) -> bool:
     return False
-
-
-def _no_limit(task: Task) -> float | None:
-    return None
 
 
 def _no_split(reward: float, ours: Mapping[str, object]) -> dict[str, float] | None:
@@ -103,32 +102,38 @@ class KindSpec:
     # submits for it.
     submit_at_end: bool = False
     prompts: str = ""  # the prompt templates' suffix (`system_<prompts>.txt`); "": the kind's name
-    # Limits a kind's tasks set for themselves (your environment's manifest, a Harbor task's
-    # timeouts); None: the sweep's max_turns and episode_timeout.
+    # The turns a kind's tasks set for themselves (your environment's manifest); None: the sweep's
+    # max_turns. (A task's own time limit is the task's: Task.time_limit.)
     max_turns: int | None = None
-    time_limit: Callable[[Task], float | None] = _no_limit  # seconds the whole episode may take
-    # Whether a task offers its agent skills or MCP servers (Harbor's task.toml): its environment
-    # knows them once reset, so a strategy's first answer waits for the reset.
-    offers_extras: Callable[[Task], bool] = _offers_nothing
     directory: str | None = None  # an environment of your own: where it is (a cluster's hosts load it from there)
     task_file: TaskFile | None = None  # a task file of yours in this kind's format is welcome (NL2Bash's, Spider's, MBPP's)
+    # Derived once, when the spec is made (a spec is immutable): the strategies read them every turn.
+    tool_name: str = field(init=False, repr=False, compare=False)
+    """The tool an agent acts through: `tool`, else the fence tag."""
+    prompt_family: str = field(init=False, repr=False, compare=False)
+    """The prompt templates' suffix: `prompts`, else the kind's name."""
+    submit_parameter: str = field(init=False, repr=False, compare=False)
+    """The name of `submit`'s one parameter as a tool ("flag" for " <flag>"); "" when it takes none."""
 
-    @property
-    def tool_name(self) -> str:
-        return self.tool or self.fence
-
-    @property
-    def prompt_family(self) -> str:
-        return self.prompts or self.name
-
-    @property
-    def submit_parameter(self) -> str:
-        """The name of `submit`'s one parameter as a tool ("flag" for " <flag>"); "" when it takes none."""
-        return re.sub(r"\W+", "_", self.submit_argument.strip(" <>")).strip("_")
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tool_name", self.tool or self.fence)
+        object.__setattr__(self, "prompt_family", self.prompts or self.name)
+        object.__setattr__(self, "submit_parameter", re.sub(r"\W+", "_", self.submit_argument.strip(" <>")).strip("_"))
 
 
 def register(spec: KindSpec) -> KindSpec:
-    """Make `spec` known by its name (again: the latest wins, so a reloaded module stays valid)."""
+    """Make `spec` known by its name (again: the latest wins, so a reloaded module stays valid), and
+    its environment class's `spec` (what an episode's environment carries: strategies read it).
+
+    An environment class is the class of one kind (its `kind`, which `reset` holds tasks to): a
+    spec whose name is not its environment's kind is a ConfigError, so that one class never ends
+    with two kinds' specs (a kind of yours on a built-in class subclasses it: environments/own.py).
+    """
+    if spec.environment.kind != spec.name:
+        raise ConfigError(f"kind {spec.name!r} names environment {spec.environment.__name__}, whose kind is "
+                          f"{spec.environment.kind!r}: give the kind a class of its own (a subclass) whose "
+                          f"`kind` is {spec.name!r}")
+    spec.environment.spec = spec
     _KINDS[spec.name] = spec
     return spec
 

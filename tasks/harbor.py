@@ -12,7 +12,9 @@
 One task, one failure: a folder whose task.toml is malformed, whose instruction is missing, whose
 links lead out of it, or that asks for what we can't do here, is that task's line
 (`Task.unavailable`; `Task.malformed` when the folder itself is at fault); the other tasks
-run. Unknown keys are warnings (`meta["warnings"]`). The environment that runs them is
+run. Unknown keys are warnings (`meta["warnings"]`). A task's time limit (its agent's and
+verifier's timeouts, and a minute) and whether it offers its agent MCP servers or skills are the
+task's fields (`Task.time_limit`, `Task.offers_extras`). The environment that runs them is
 environments/harbor.py.
 """
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -87,8 +90,23 @@ def _task(folder: Path, label: str, index: int) -> Task:
         why = f"{folder.name}: {exc}"
     meta.setdefault("digest", "")
     task = Task(kind=KIND, dataset=label, index=index, query=query, gold=gold, image=image_of(folder), meta=meta,
-                name=folder.name)
+                name=folder.name, time_limit=time_limit(meta), offers_extras=offers_extras(meta))
     return task if why is None else task.refused(why, malformed=malformed)  # no image: nothing to build
+
+
+def time_limit(meta: Mapping[str, Any]) -> float:
+    """Seconds a task's episode may take: the agent's time, the verifier's (each step's), and a
+    minute for the containers and the model's last answer."""
+    agent, verifier = float(meta.get("agent_timeout", 600)), float(meta.get("verifier_timeout", 600))
+    steps = list(meta.get("steps") or [])
+    if not steps:
+        return agent + verifier + 60.0
+    return sum(float(s["agent_timeout"] or agent) + float(s["verifier_timeout"]) for s in steps) + 60.0
+
+
+def offers_extras(meta: Mapping[str, Any]) -> bool:
+    """Whether a task offers its agent MCP servers or skills (task.toml's [environment])."""
+    return bool(meta.get("mcp_servers") or meta.get("skills_dir"))
 
 
 def _read(folder: Path) -> tuple[dict[str, Any], list[str]]:

@@ -10,8 +10,11 @@ from contextlib import closing
 from pathlib import Path
 
 from agents.strategies.turns import Dialogue, clip, prompt
+from environments.kind import kind_spec
 from orchestrator.store import EpisodeKey, EpisodeRecord, LLMCall, Store, TurnRecord
 from orchestrator.store.transcript import Transcript
+
+BASH = kind_spec("bash")  # the kind whose prompts the stored episodes use
 
 
 def rows(outdir: Path, sql: str, args: tuple = ()) -> list[tuple]:
@@ -52,10 +55,10 @@ def dialogue_record(task: int, rewards: list[float], *, model: str = "openai/sim
     """A Try Again episode as the sweep stores it with its transcript: the strategy's own prompts
     and window, one LLM call per turn, each turn's observation (with `words` in the last one) and
     the Bash reward's breakdown; `flags` go into each `ls` (and show a hidden file)."""
-    system = prompt("system", "bash", reward_note=", with a reward between 0 and 1")
+    system = prompt("system", BASH, reward_note=", with a reward between 0 and 1")
     query = f"Count the files under /starter/data{task} <b>"
     talk = Dialogue([{"role": "system", "content": system},
-                     {"role": "user", "content": prompt("query", "bash", query=query)}], 2)
+                     {"role": "user", "content": prompt("query", BASH, query=query)}], 2)
     transcript, turns, calls = Transcript(), [], []
     for k, reward in enumerate(rewards):
         action = f"ls {flags}/starter/data{task} | head -{k + 1}"
@@ -67,7 +70,7 @@ def dialogue_record(task: int, rewards: list[float], *, model: str = "openai/sim
         turns.append(TurnRecord(output, action, seen, reward, k % 3 != 2,
                                 {"file_changes": 0.33, "file_contents": round(reward / 3, 2), "output_similarity": 0.1}))
         calls.append(LLMCall(model, f"{model}-0613", 300 + 40 * k, 25, 0.2 + k / 10, 1, 0.0004))
-        talk.add("user", prompt("observation", "bash", observation=clip(seen), reward_line=f"Reward: {reward}\n",
+        talk.add("user", prompt("observation", BASH, observation=clip(seen), reward_line=f"Reward: {reward}\n",
                                 query=query))
     now = time.time()
     return EpisodeRecord(EpisodeKey(model, strategy, task_set, f"{task_set}/{task}", epoch), "bash", task_set, task,

@@ -25,7 +25,6 @@ from agents.llm.errors import ModelError
 from agents.own import AgentError, Answer, GatewayAccess, LoadedAgent, OutOfTurns, Step
 from agents.strategies.turns import failed, finish
 from agents.strategies.tools import tool_model, tool_schemas
-from environments.kind import kind_spec
 from foundation.concurrency import in_context
 from foundation.errors import OrchestratorError
 from foundation.outcome import Status
@@ -122,7 +121,7 @@ class EpisodeHandle:
     def __init__(self, env: EpisodeEnvironment, task: Task, outcome: EpisodeOutcome, model: ModelHandle,
                  max_turns: int, gateway: GatewayAccess | None) -> None:
         self.env, self.task, self.outcome, self.model = env, task, outcome, model
-        self.spec = kind_spec(task.kind)
+        self.spec = env.spec
         self._max_turns, self._gateway, self.closed = max_turns, gateway, False
 
     query = property(lambda self: self.task.query)

@@ -37,7 +37,7 @@ from agents.own import Answer
 from agents.strategies.turns import failed
 from agents.strategies.external import Doors, ModelHandle
 from environments.base import Skill, TaskUnavailable, ToolServer
-from environments.kind import kind_spec
+from environments.kind import KindSpec
 from foundation.outcome import Status
 from foundation.sandbox import files_tar
 
@@ -279,16 +279,15 @@ def shell_container(env: EpisodeEnvironment, who: str) -> tuple[Sandbox, str]:
     """The episode's container and working directory, for `who` (an agent acting in it directly);
     TaskUnavailable for a kind it can't run."""
     sandbox = getattr(env, "sandbox", None)
-    if sandbox is None or not supports(env.kind):
+    if sandbox is None or not supports(env.spec):
         raise TaskUnavailable(f"{who} can't run a {env.kind} task here: it acts in a container's shell, on this "
                               "machine, and is scored by the container's state or its last output (Bash, Harbor, "
                               "your shell environments)")
     return sandbox, str(getattr(env, "workdir", "/"))
 
 
-def supports(kind: str) -> bool:
-    """Whether an installed agent can run tasks of `kind`: a shell in a container, `submit` bare."""
-    spec = kind_spec(kind)
+def supports(spec: KindSpec) -> bool:
+    """Whether an installed agent can run tasks of a kind: a shell in a container, `submit` bare."""
     return spec.tool_argument == "command" and not spec.submit_parameter
 
 

@@ -1,13 +1,15 @@
 """How the paper's scripts took the action out of a model's answer, quirks included.
 
-    paper_action("```bash\\nls -R\\n```", "bash")     # ("ls -r", True): the Bash rule lower-cases
-    paper_action("Let me see: SELECT 1;", "sql")      # ("SELECT 1", True)
-    react_action("execute[ls /testbed]", "bash")      # ("ls /testbed", True)
+    bash, sql = kind_spec("bash"), kind_spec("sql")   # a strategy passes its environment's: env.spec
+    paper_action("```bash\\nls -R\\n```", bash)        # ("ls -r", True): the Bash rule lower-cases
+    paper_action("Let me see: SELECT 1;", sql)         # ("SELECT 1", True)
+    react_action("execute[ls /testbed]", bash)         # ("ls /testbed", True)
 
-Each function returns (action, is_code). Without code the paper's harness ran nothing that turn
-and answered with its retry message; `is_code` says which. These are the rules of the original
-harness's `experiments/utils/utils.py` (its parsers for Single and Try Again, Plan & Solve, and
-ReAct), written again here from what they do; `tests/unit/test_paper_parsing.py` holds the behaviour:
+Each function returns (action, is_code), by the rule the kind's spec names (`paper_parser`,
+`react_code`). Without code the paper's harness ran nothing that turn and answered with its retry
+message; `is_code` says which. These are the rules of the original harness's
+`experiments/utils/utils.py` (its parsers for Single and Try Again, Plan & Solve, and ReAct),
+written again here from what they do; `tests/unit/test_paper_parsing.py` holds the behaviour:
 
 - **Bash** (`bash_action`): newlines become spaces; without a fence, a leading `bash: ` is dropped,
   or everything after `command:` is the action; otherwise the first fenced block's text,
@@ -31,7 +33,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from environments.kind import Parsed, kind_spec
+from environments.kind import KindSpec, Parsed
 from foundation.errors import ConfigError
 
 SQL_KEYWORDS = ("SHOW", "SELECT", "DESCRIBE", "DESC")
@@ -136,26 +138,26 @@ def register_paper_rule(name: str, rule: Callable[[str], Parsed]) -> None:
     PAPER_RULES[name] = rule
 
 
-def _rule(rules: dict[str, Callable[..., Any]], name: str, kind: str, field: str) -> Callable[..., Any]:
+def _rule(rules: dict[str, Callable[..., Any]], name: str, spec: KindSpec, field: str) -> Callable[..., Any]:
     try:
         return rules[name]
     except KeyError:
-        raise ConfigError(f"kind {kind} names {field} {name!r}, which is not one of {', '.join(sorted(rules))}") from None
+        raise ConfigError(f"kind {spec.name} names {field} {name!r}, which is not one of {', '.join(sorted(rules))}") from None
 
 
-def paper_action(answer: str, kind: str) -> Parsed:
+def paper_action(answer: str, spec: KindSpec) -> Parsed:
     """The action of `answer` by the rule of the paper's Single / Try Again / Plan & Solve runs
     (the kind's `paper_parser`)."""
-    rule: Callable[[str], Parsed] = _rule(PAPER_RULES, kind_spec(kind).paper_parser, kind, "paper_parser")
+    rule: Callable[[str], Parsed] = _rule(PAPER_RULES, spec.paper_parser, spec, "paper_parser")
     return rule(answer)
 
 
-def react_action(action: str, kind: str) -> Parsed:
+def react_action(action: str, spec: KindSpec) -> Parsed:
     """The action of a ReAct `Action N:` line by the rule of the paper's ReAct runs."""
     if action == "submit":
         return action, True
     found = _EXECUTE.findall(action)
     if not found:
         return action, False
-    code: Callable[[str], str] = _rule(REACT_CODE, kind_spec(kind).react_code, kind, "react_code")
+    code: Callable[[str], str] = _rule(REACT_CODE, spec.react_code, spec, "react_code")
     return code(found[0]), True

@@ -46,17 +46,17 @@ class PlanSolve:
 
     async def run(self, env: EpisodeEnvironment, task: Task, model: Model, *, max_turns: int) -> EpisodeOutcome:
         rules = self.rules
-        outcome, dialogue = await begin(env, task, prompt("plan", env.kind), self.dialogue_limit,
-                                        question=rules.plan_question(env.kind, task))
+        outcome, dialogue = await begin(env, task, prompt("plan", env.spec), self.dialogue_limit,
+                                        question=rules.plan_question(env.spec, task))
         steps: list[str] = []
         try:
             steps = rules.steps(await ask(model, dialogue, task, 0, rules.plan_style), task)
             if rules.pins_plan:  # the plan stays in view however long the dialogue gets
                 dialogue.head += dialogue.body
                 dialogue.body = []
-                dialogue.head.append({"role": "system", "content": prompt("plan_execute", env.kind)})
+                dialogue.head.append({"role": "system", "content": prompt("plan_execute", env.spec)})
             else:
-                dialogue.add("system", prompt("plan_execute", env.kind))
+                dialogue.add("system", prompt("plan_execute", env.spec))
             ended = await self._execute(env, task, model, dialogue, outcome, steps[:max_turns])
             if not ended and self.refine_turns and (not outcome.turns or outcome.turns[-1].reward != 1.0):
                 await self._refine(env, task, model, dialogue, outcome)
@@ -79,7 +79,7 @@ class PlanSolve:
 
     async def _refine(self, env: EpisodeEnvironment, task: Task, model: Model, dialogue: Dialogue,
                       outcome: EpisodeOutcome) -> None:
-        intro = self.rules.refine_intro(env.kind)
+        intro = self.rules.refine_intro(env.spec)
         if intro is not None:
             dialogue.add("system", intro)
         for _ in range(self.refine_turns):

@@ -26,7 +26,6 @@ from agents.strategies.turns import ask, begin, failed, finish, prompt
 from agents.strategies.rules import AnswerRules, answer_rules
 from agents.strategies.try_again import Default
 from environments.base import ACTION_EXECUTED
-from environments.kind import kind_spec
 
 if TYPE_CHECKING:
     from agents.strategies.turns import Dialogue
@@ -43,18 +42,18 @@ class ReAct:
         self.observation_limit = self.rules.observation_chars if observation_limit == "default" else observation_limit
 
     async def run(self, env: EpisodeEnvironment, task: Task, model: Model, *, max_turns: int) -> EpisodeOutcome:
-        spec = kind_spec(env.kind)
-        system = prompt(self.rules.react_prompt, env.kind, submit_argument=spec.submit_argument,
+        spec = env.spec
+        system = prompt(self.rules.react_prompt, spec, submit_argument=spec.submit_argument,
                         submit_meaning=spec.submit_meaning)
         outcome, dialogue = await begin(env, task, system, self.dialogue_limit,
-                                        question=self.rules.react_question(env.kind, task))
+                                        question=self.rules.react_question(spec, task))
         try:
             for number in range(1, max_turns + 1):
                 turn = await self._turn(env, task, model, dialogue, number)
                 outcome.turns.append(turn)
                 if env.done:
                     return finish(outcome, ran_out=False)
-                dialogue.add("user", self.rules.react_feedback(env.kind, number, turn, self.observation_limit))
+                dialogue.add("user", self.rules.react_feedback(spec, number, turn, self.observation_limit))
         except ModelError as exc:
             return failed(outcome, exc)
         step = await env.step("submit")  # out of turns: the state is the answer
@@ -63,7 +62,7 @@ class ReAct:
 
     async def _turn(self, env: EpisodeEnvironment, task: Task, model: Model, dialogue: Dialogue, number: int) -> Turn:
         output = await ask(model, dialogue, task, number - 1, self.rules.react_style)
-        action, no_code = await self.rules.react_action(model, dialogue, task, env.kind, number, output)
+        action, no_code = await self.rules.react_action(model, dialogue, task, env.spec, number, output)
         if action is None:
             return Turn(output, None, no_code, 0.0, False)
         step = await env.step(action)

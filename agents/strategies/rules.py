@@ -35,13 +35,13 @@ from agents.strategies.turns import (
     prompt,
     retry_message,
 )
-from environments.kind import kind_spec
 from agents.strategies.paper_parsing import PaperParseError, paper_action, react_action
 from foundation.errors import ConfigError
 
 if TYPE_CHECKING:
     from agents.base import Model
     from environments.base import EpisodeEnvironment
+    from environments.kind import KindSpec
     from tasks import Task
 
 BLOCKED = "blocked: the original's parser raised on this answer, which ended its episode"
@@ -106,16 +106,16 @@ class AnswerRules(ABC):
     async def turn(self, env: EpisodeEnvironment, output: str) -> Reading:
         """The turn of answer `output`: its action run and scored the harness's way."""
         try:
-            action, kept = self.action(output, env.kind)
+            action, kept = self.action(output, env.spec)
         except PaperParseError:
             return Reading(Turn(output, None, BLOCKED, 0.0, False), output, blocked=True)
         if action is None:
-            return Reading(Turn(output, None, retry_message(env.kind), 0.0, False), kept)
+            return Reading(Turn(output, None, retry_message(env.spec), 0.0, False), kept)
         reward, observation, executed = await harness_step(env, action)
         return Reading(Turn(output, action, observation, reward, executed, env.breakdown()), kept)
 
     @abstractmethod
-    def action(self, output: str, kind: str) -> tuple[str | None, str]:
+    def action(self, output: str, spec: KindSpec) -> tuple[str | None, str]:
         """(the action of `output`, None without code; the answer as the dialogue keeps it)."""
 
     @abstractmethod
@@ -130,10 +130,10 @@ class AnswerRules(ABC):
     forced: ClassVar[str]  # the output recorded for the turn that submits for a model out of turns
 
     @abstractmethod
-    def react_question(self, kind: str, task: Task) -> str: ...
+    def react_question(self, spec: KindSpec, task: Task) -> str: ...
 
     @abstractmethod
-    async def react_action(self, model: Model, dialogue: Dialogue, task: Task, kind: str, number: int,
+    async def react_action(self, model: Model, dialogue: Dialogue, task: Task, spec: KindSpec, number: int,
                            output: str) -> tuple[str | None, str]:
         """(the action of turn `number`'s answer `output`, None without code; the observation
         of a turn without code)."""
@@ -143,7 +143,7 @@ class AnswerRules(ABC):
         """What a ReAct turn records as its observation."""
 
     @abstractmethod
-    def react_feedback(self, kind: str, number: int, turn: Turn, chars: int) -> str:
+    def react_feedback(self, spec: KindSpec, number: int, turn: Turn, chars: int) -> str:
         """The user message after ReAct turn `number`."""
 
     # ------------------------------------------------------------------ Plan & Solve
@@ -156,7 +156,7 @@ class AnswerRules(ABC):
     refine_chars: ClassVar[int]
 
     @abstractmethod
-    def plan_question(self, kind: str, task: Task) -> str: ...
+    def plan_question(self, spec: KindSpec, task: Task) -> str: ...
 
     @abstractmethod
     def steps(self, plan: str, task: Task) -> list[str]: ...
@@ -165,7 +165,7 @@ class AnswerRules(ABC):
     def step_message(self, env: EpisodeEnvironment, step: str, last: Turn | None, chars: int) -> str: ...
 
     @abstractmethod
-    def refine_intro(self, kind: str) -> str | None:
+    def refine_intro(self, spec: KindSpec) -> str | None:
         """The system message before the refine turns, if any."""
 
     @abstractmethod
@@ -180,8 +180,8 @@ class PaperRules(AnswerRules):
     observation_chars, observation_rows = 1000, 50  # the chat policy's response_limit and row cut
     frames_retry = True
 
-    def action(self, output: str, kind: str) -> tuple[str | None, str]:
-        action, is_code = paper_action(output, kind)
+    def action(self, output: str, spec: KindSpec) -> tuple[str | None, str]:
+        action, is_code = paper_action(output, spec)
         return (action if is_code else None), action  # the harness kept what its parser made of the answer
 
     def shown(self, env: EpisodeEnvironment, observation: str, chars: int, rows: int) -> str:
@@ -193,31 +193,31 @@ class PaperRules(AnswerRules):
     react_chars, react_rows = 350, 25
     forced = FORCED
 
-    def react_question(self, kind: str, task: Task) -> str:
-        return prompt("query", kind, query=task.query) if kind_spec(kind).prompts == "task" else f"Question: {task.query}"
+    def react_question(self, spec: KindSpec, task: Task) -> str:
+        return prompt("query", spec, query=task.query) if spec.prompts == "task" else f"Question: {task.query}"
 
-    async def react_action(self, model: Model, dialogue: Dialogue, task: Task, kind: str, number: int,
+    async def react_action(self, model: Model, dialogue: Dialogue, task: Task, spec: KindSpec, number: int,
                            output: str) -> tuple[str | None, str]:
         """The paper's ReAct rule (`react_action`: `submit`, or the code inside `execute[...]`),
         plus `submit ARGUMENT` for the kinds whose submission needs one (ours: the paper ran ReAct
         on Bash and SQL only). Without an `Action N:` line, the model is asked once more for that
         line alone, and the first line of its answer is the action."""
-        argument = kind_spec(kind).submit_argument
+        argument = spec.submit_argument
         _, line = split_answer(output, number)
         if line is None:
-            dialogue.add("user", prompt("paper_react_action", kind, turn=number, submit_argument=argument))
+            dialogue.add("user", prompt("paper_react_action", spec, turn=number, submit_argument=argument))
             line = (await ask(model, dialogue, task, number - 1, "react")).strip().split("\n")[0]
             line = re.sub(rf"^Action {number}:\s*", "", line)
         words = line.split(maxsplit=1)
         if argument and len(words) == 2 and words[0] == "submit":
             return line, ""
-        action, is_code = react_action(line, kind)
-        return (action, "") if is_code else (None, prompt("paper_react_no_code", kind).strip())
+        action, is_code = react_action(line, spec)
+        return (action, "") if is_code else (None, prompt("paper_react_no_code", spec).strip())
 
     def react_observation(self, env: EpisodeEnvironment, observation: str) -> str:
         return paper_clip(env, observation, self.react_chars, self.react_rows)  # and so kept in the dialogue
 
-    def react_feedback(self, kind: str, number: int, turn: Turn, chars: int) -> str:
+    def react_feedback(self, spec: KindSpec, number: int, turn: Turn, chars: int) -> str:
         return f"Observation {number}: {turn.observation}"
 
     plan_style: ClassVar[AnswerStyle] = "plan"
@@ -226,7 +226,7 @@ class PaperRules(AnswerRules):
     runs_every_step = True
     step_chars, refine_chars, plan_rows = 1000, 250, 25
 
-    def plan_question(self, kind: str, task: Task) -> str:
+    def plan_question(self, spec: KindSpec, task: Task) -> str:
         return f"Question: {task.query}"
 
     def steps(self, plan: str, task: Task) -> list[str]:
@@ -236,8 +236,8 @@ class PaperRules(AnswerRules):
         shown = "" if last is None else f"Observation: {self.shown(env, last.observation, chars, self.plan_rows)}\n"
         return f"{shown}Step: {step}"
 
-    def refine_intro(self, kind: str) -> str | None:
-        return prompt("plan_after", kind)
+    def refine_intro(self, spec: KindSpec) -> str | None:
+        return prompt("plan_after", spec)
 
     def refine_message(self, env: EpisodeEnvironment, last: Turn | None, chars: int) -> str:
         return self.shown(env, last.observation, chars, self.plan_rows) if last else "None"
@@ -252,8 +252,8 @@ class FencedRules(AnswerRules):
     observation_rows = 0  # not cut by rows: by characters, saying so
     frames_retry = False
 
-    def action(self, output: str, kind: str) -> tuple[str | None, str]:
-        return extract_action(output, kind), output
+    def action(self, output: str, spec: KindSpec) -> tuple[str | None, str]:
+        return extract_action(output, spec), output
 
     def shown(self, env: EpisodeEnvironment, observation: str, chars: int, rows: int) -> str:
         return clip(observation, chars)
@@ -263,23 +263,23 @@ class FencedRules(AnswerRules):
     react_dialogue_limit = DIALOGUE_LIMIT
     forced = ""
 
-    def react_question(self, kind: str, task: Task) -> str:
+    def react_question(self, spec: KindSpec, task: Task) -> str:
         return f"Question: {task.query}"
 
-    async def react_action(self, model: Model, dialogue: Dialogue, task: Task, kind: str, number: int,
+    async def react_action(self, model: Model, dialogue: Dialogue, task: Task, spec: KindSpec, number: int,
                            output: str) -> tuple[str | None, str]:
         """`Action: execute[CODE]`, `Action: submit [FLAG]`, or a fenced block (agents/parsing.py)."""
-        action = extract_react_action(output, kind)
-        argument = kind_spec(kind).submit_argument
-        return action, "" if action is not None else prompt("react_no_action", kind, submit_argument=argument)
+        action = extract_react_action(output, spec)
+        argument = spec.submit_argument
+        return action, "" if action is not None else prompt("react_no_action", spec, submit_argument=argument)
 
     def react_observation(self, env: EpisodeEnvironment, observation: str) -> str:
         return observation
 
-    def react_feedback(self, kind: str, number: int, turn: Turn, chars: int) -> str:
+    def react_feedback(self, spec: KindSpec, number: int, turn: Turn, chars: int) -> str:
         if turn.action is None:
             return turn.observation
-        return prompt("react_observation", kind, observation=clip(turn.observation, chars) or "No output")
+        return prompt("react_observation", spec, observation=clip(turn.observation, chars) or "No output")
 
     plan_style: ClassVar[AnswerStyle] = "plan"  # a numbered plan: an offline model answers one in this style
     plan_dialogue_limit = DIALOGUE_LIMIT
@@ -287,22 +287,22 @@ class FencedRules(AnswerRules):
     runs_every_step = False
     step_chars = refine_chars = OBSERVATION_LIMIT
 
-    def plan_question(self, kind: str, task: Task) -> str:
-        return prompt("query", kind, query=task.query)
+    def plan_question(self, spec: KindSpec, task: Task) -> str:
+        return prompt("query", spec, query=task.query)
 
     def steps(self, plan: str, task: Task) -> list[str]:
         return plan_steps(plan) or [f"Answer the question: {task.query}"]
 
     def step_message(self, env: EpisodeEnvironment, step: str, last: Turn | None, chars: int) -> str:
         line = f"Observation: {clip(last.observation, chars) or 'No output'}" if last else ""
-        return prompt("plan_step", env.kind, observation_line=line, step=step).lstrip()
+        return prompt("plan_step", env.spec, observation_line=line, step=step).lstrip()
 
-    def refine_intro(self, kind: str) -> str | None:
+    def refine_intro(self, spec: KindSpec) -> str | None:
         return None
 
     def refine_message(self, env: EpisodeEnvironment, last: Turn | None, chars: int) -> str:
         shown = clip(last.observation, chars) or "No output" if last else "No output"
-        return prompt("plan_refine", env.kind, observation=shown)
+        return prompt("plan_refine", env.spec, observation=shown)
 
 
 RULES: dict[str, AnswerRules] = {rules.name: rules for rules in (PaperRules(), FencedRules())}

@@ -200,8 +200,8 @@ class Terminus:
         variables: dict[str, str] = dict(getattr(env, "variables", lambda _task: {})(task))
         await terminal.start(workdir, variables)
         screen = await terminal.changes()
-        first = prompt("terminus", env.kind, instruction=task.query, terminal=screen or "(empty)")
-        messages: list[Message] = [{"role": "user", "content": first + skills_block(env.kind, env.skills())}]
+        first = prompt("terminus", env.spec, instruction=task.query, terminal=screen or "(empty)")
+        messages: list[Message] = [{"role": "user", "content": first + skills_block(env.spec, env.skills())}]
         confirming, ran_out = False, True
         for turn in range(max_turns):
             try:
@@ -212,7 +212,7 @@ class Terminus:
             try:
                 keys, complete = read_answer(text)
             except ValueError as problem:
-                feedback = prompt("terminus_error", env.kind, error=str(problem))
+                feedback = prompt("terminus_error", env.spec, error=str(problem))
                 outcome.turns.append(Turn(text, None, feedback, 0.0, False))
                 messages.append({"role": "user", "content": feedback})
                 confirming = False
@@ -225,7 +225,7 @@ class Terminus:
                 ran_out = False
                 break
             confirming = complete
-            feedback = prompt("terminus_confirm", env.kind, terminal=output) if complete else (output or "(no new output)")
+            feedback = prompt("terminus_confirm", env.spec, terminal=output) if complete else (output or "(no new output)")
             messages.append({"role": "user", "content": feedback})
         return await _submit(env, outcome, ran_out)
 

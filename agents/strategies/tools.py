@@ -16,7 +16,7 @@ Every turn's `output` is its whole answer: the text, then one `name(arguments)` 
 
 A task that offers MCP servers (`env.tool_servers()`, Harbor's `[[environment.mcp_servers]]`) has
 their tools offered too, as `<server>__<tool>` (agents/mcp_tools.py), and the system prompt lists
-the skills it offers (common.skills_block). A call of such a tool is a turn like any other: its
+the skills it offers (turns.skills_block). A call of such a tool is a turn like any other: its
 action `mcp:<server>.<tool> {arguments}`, its observation the tool's result as text, reward 0 (the
 kinds that offer servers are scored at the end), noted in the environment's history (`note`) so
 that Harbor's trajectory shows it. A server that can't be reached at the start ends the episode
@@ -57,7 +57,7 @@ from agents.strategies.turns import (
     retry_message,
     scored_turn,
 )
-from environments.kind import KindSpec, kind_spec
+from environments.kind import KindSpec
 from foundation.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -161,7 +161,7 @@ class Exchanges:
 async def task_tools(env: EpisodeEnvironment, task: Task) -> AsyncIterator[McpTools]:
     """The tools of the MCP servers the task offers (none for a task that offers none: its
     environment may still be resetting), connected for the episode."""
-    async with McpTools(env.tool_servers() if kind_spec(env.kind).offers_extras(task) else []) as tools:
+    async with McpTools(env.tool_servers() if task.offers_extras else []) as tools:
         yield tools
 
 
@@ -170,7 +170,7 @@ class Tools(FeedbackOptions):
 
     async def run(self, env: EpisodeEnvironment, task: Task, model: Model, *, max_turns: int) -> EpisodeOutcome:
         caller = tool_model(model)
-        spec = kind_spec(env.kind)
+        spec = env.spec
         outcome, dialogue = await begin(env, task, self._system(spec), None)
         async with task_tools(env, task) as mcp:
             if mcp.schemas:
@@ -191,7 +191,7 @@ class Tools(FeedbackOptions):
     @staticmethod
     async def _ask(model: ToolModel, dialogue: Dialogue, exchanges: Exchanges, tools: list[dict[str, Any]],
                    task: Task, turn: int) -> ToolAnswer:
-        """The model's answer; the first is asked for while the environment resets (common.ask)."""
+        """The model's answer; the first is asked for while the environment resets (turns.ask)."""
         call = model.complete_tools(exchanges.window(), tools, task=task, turn=turn)
         setup, dialogue.setup = dialogue.setup, None
         return await call if setup is None else await alongside(call, setup)
@@ -202,7 +202,7 @@ class Tools(FeedbackOptions):
         the episode ended."""
         output = rendered(answer)
         if not answer.tool_calls:
-            turns.append(Turn(output, None, retry_message(env.kind), 0.0, False))
+            turns.append(Turn(output, None, retry_message(spec), 0.0, False))
             exchange.append({"role": "user", "content": turns[-1].observation})
             return False
         for call in answer.tool_calls:

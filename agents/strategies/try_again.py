@@ -19,12 +19,12 @@ from agents.base import EpisodeOutcome, Model
 from agents.llm.errors import ModelError
 from agents.strategies.turns import Dialogue, ask, begin, failed, finish, prompt
 from agents.strategies.rules import AnswerRules, answer_rules
-from environments.kind import kind_spec
 from foundation.outcome import Status
 
 if TYPE_CHECKING:
     from agents.base import Turn
     from environments.base import EpisodeEnvironment
+    from environments.kind import KindSpec
     from tasks import Task
 
 Default = Literal["default"]  # an option left to the rules
@@ -40,7 +40,7 @@ class TryAgain:
         self.observation_limit = self.rules.observation_chars if observation_limit == "default" else observation_limit
 
     async def run(self, env: EpisodeEnvironment, task: Task, model: Model, *, max_turns: int) -> EpisodeOutcome:
-        outcome, dialogue = await self._begin(env, task, self._system(env.kind), multi_turn=max_turns > 1)
+        outcome, dialogue = await self._begin(env, task, self._system(env.spec), multi_turn=max_turns > 1)
         for number in range(max_turns):
             try:
                 output = await ask(model, dialogue, task, number, self.rules.style)
@@ -62,12 +62,12 @@ class TryAgain:
         dialogue.by_message = self.rules.by_message
         return outcome, dialogue
 
-    def _shows_reward(self, kind: str) -> bool:
-        return self.show_reward and kind_spec(kind).shows_reward
+    def _shows_reward(self, spec: KindSpec) -> bool:
+        return self.show_reward and spec.shows_reward
 
-    def _system(self, kind: str) -> str:
-        note = ", with a reward between 0 and 1 that says how close you are (1 means solved)" if self._shows_reward(kind) else ""
-        return prompt("system", kind, reward_note=note)
+    def _system(self, spec: KindSpec) -> str:
+        note = ", with a reward between 0 and 1 that says how close you are (1 means solved)" if self._shows_reward(spec) else ""
+        return prompt("system", spec, reward_note=note)
 
     def _feedback(self, env: EpisodeEnvironment, task: Task, turn: Turn) -> str:
         if turn.action is None and not self.rules.frames_retry:
@@ -76,8 +76,8 @@ class TryAgain:
             shown = turn.observation[: self.observation_limit]
         else:
             shown = self.rules.shown(env, turn.observation, self.observation_limit, self.rules.observation_rows)
-        reward_line = f"Reward: {turn.reward}\n" if self._shows_reward(env.kind) else ""
-        return prompt("observation", env.kind, observation=shown or "No output", reward_line=reward_line,
+        reward_line = f"Reward: {turn.reward}\n" if self._shows_reward(env.spec) else ""
+        return prompt("observation", env.spec, observation=shown or "No output", reward_line=reward_line,
                       query=task.query)
 
 
@@ -89,7 +89,7 @@ class Single(TryAgain):
         self.name = "single" + self.rules.suffix
 
     async def run(self, env: EpisodeEnvironment, task: Task, model: Model, *, max_turns: int = 1) -> EpisodeOutcome:
-        outcome, dialogue = await self._begin(env, task, prompt("single", env.kind), multi_turn=False)
+        outcome, dialogue = await self._begin(env, task, prompt("single", env.spec), multi_turn=False)
         try:
             output = await ask(model, dialogue, task, 0, self.rules.style)
         except ModelError as exc:

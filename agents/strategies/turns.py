@@ -4,9 +4,12 @@ the model, and one turn of the original's multi-turn harness.
 A turn whose output holds no code executes nothing: reward 0, the retry message as observation.
 Otherwise the action runs and is scored as the original harness did (`harness_step`).
 
+What a kind's prompts say (its language, its setting, what `submit` takes) is its `KindSpec`,
+which the episode's environment carries (`env.spec`, resolved once) and the strategies hand on.
+
 A task may offer its agent skills and MCP servers (Harbor's task.toml: `skills_dir`,
 `[[environment.mcp_servers]]`), which its environment knows once it is reset. For such a task
-(its kind's `offers_extras` says) the strategy's first answer waits for the reset, and the system
+(the task's `offers_extras` says) the strategy's first answer waits for the reset, and the system
 prompt lists the skills (`skills_block`); for the others the first answer is asked for while the
 environment resets.
 """
@@ -24,7 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from agents.base import AnswerStyle, EpisodeOutcome, Message, Model, Turn
 from agents.llm.errors import ModelError
 from environments.base import EpisodeEnvironment, Skill
-from environments.kind import kind_spec
+from environments.kind import KindSpec
 from foundation.concurrency import TaskOwner
 from foundation.outcome import Status
 
@@ -49,11 +52,11 @@ class FeedbackOptions:
         self.observation_limit = observation_limit
 
 
-def prompt(name: str, kind: str, **fields: object) -> str:
-    """Template `name` for environment `kind` (`<name>_<family>.txt` if there is one, else
-    `<name>.txt`; the family is the kind's `prompts`, by default its name), with $language,
-    $setting, $submit_argument, $submit_meaning and `fields` filled in."""
-    spec = kind_spec(kind)
+def prompt(name: str, spec: KindSpec, **fields: object) -> str:
+    """Template `name` for the kind of `spec` (a strategy's: its environment's, `env.spec`):
+    `<name>_<family>.txt` if there is one, else `<name>.txt` (the family is the kind's `prompts`,
+    by default its name), with $language, $setting, $submit_argument, $submit_meaning and `fields`
+    filled in."""
     values = {"language": spec.language, "setting": spec.setting, "submit_argument": spec.submit_argument,
               "submit_meaning": spec.submit_meaning, **fields}
     return _template(name, spec.prompt_family).substitute(values)
@@ -68,9 +71,9 @@ def _template(name: str, family: str) -> Template:
     return Template(path.read_text())
 
 
-def retry_message(kind: str) -> str:
+def retry_message(spec: KindSpec) -> str:
     """The observation of a turn without code (the replay recognises it by its first words)."""
-    return prompt("retry", kind)
+    return prompt("retry", spec)
 
 
 def clip(observation: str, limit: int = OBSERVATION_LIMIT) -> str:
@@ -136,7 +139,7 @@ async def harness_step(env: EpisodeEnvironment, action: str) -> tuple[float, str
 async def scored_turn(env: EpisodeEnvironment, output: str, action: str | None) -> Turn:
     """One turn of the harness: the retry message when there is no code, else run and score."""
     if action is None:
-        return Turn(output, None, retry_message(env.kind), 0.0, False)
+        return Turn(output, None, retry_message(env.spec), 0.0, False)
     reward, observation, executed = await harness_step(env, action)
     return Turn(output, action, observation, reward, executed, env.breakdown())
 
@@ -149,10 +152,10 @@ async def begin(env: EpisodeEnvironment, task: Task, system: str, dialogue_limit
     # awaited alongside the first answer (see ask()), unless the task may offer skills: they are
     # known once the environment is reset
     setup: asyncio.Future[str] | None = env.begin_reset(task, multi_turn=multi_turn)
-    if kind_spec(env.kind).offers_extras(task):
+    if task.offers_extras:
         await env.ready()
-        setup, system = None, system + skills_block(env.kind, env.skills())
-    question = question if question is not None else prompt("query", env.kind, query=task.query)
+        setup, system = None, system + skills_block(env.spec, env.skills())
+    question = question if question is not None else prompt("query", env.spec, query=task.query)
     messages: list[Message] = [{"role": "system", "content": system}, {"role": "user", "content": question}]
     return EpisodeOutcome(task.id), Dialogue(messages, dialogue_limit, setup=setup)
 
@@ -160,7 +163,7 @@ async def begin(env: EpisodeEnvironment, task: Task, system: str, dialogue_limit
 SKILL_DESCRIPTION = 300  # characters of a skill's description in the prompt
 
 
-def skills_block(kind: str, skills: list[Skill]) -> str:
+def skills_block(spec: KindSpec, skills: list[Skill]) -> str:
     """The skills a task offers, for the end of a system prompt ("" when it offers none): each
     one's name, description and where its SKILL.md is in the container."""
     if not skills:
@@ -171,7 +174,7 @@ def skills_block(kind: str, skills: list[Skill]) -> str:
         if len(description) > SKILL_DESCRIPTION:
             description = description[:SKILL_DESCRIPTION - 3].rstrip() + "..."
         lines.append(f"- {skill.name}: {description} ({skill.path.rstrip('/')}/SKILL.md)")
-    return "\n\n" + prompt("skills", kind, skills="\n".join(lines)).rstrip("\n")
+    return "\n\n" + prompt("skills", spec, skills="\n".join(lines)).rstrip("\n")
 
 
 def failed(outcome: EpisodeOutcome, error: ModelError) -> EpisodeOutcome:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 import ray.exceptions
 
 from environments.base import EpisodeEnvironment, ScoringFailed, Skill, StepResult, ToolServer
+from environments.kind import kind_spec
 from foundation.concurrency import TaskOwner, stop
 from foundation.timeline import span
 from orchestrator.cluster.remote_calls import CLOSE, HARNESS_STEP, OPEN_ENV, OPEN_RESET, RESET, SCORE, STEP, RemoteCall, Reply
@@ -51,6 +52,7 @@ class RemoteEnvironment:
         self.agent = agent
         self.channel = channel
         self.kind = kind
+        self.spec = kind_spec(kind)  # what the strategies read of the kind, resolved once (environments/kind.py)
         self.lost = lost
         self.close_later = close_later
         self.env_id: int | None = None

@@ -29,7 +29,6 @@ from typing import Any
 
 from agents.strategies.turns import harness_step
 from environments.base import Environment
-from environments.kind import kind_spec
 from agents.strategies.paper_parsing import react_action
 from orchestrator.fidelity.trajectories import BLOCKED, CTF, REACT, RecordedEpisode, shown
 
@@ -97,7 +96,7 @@ async def run_turn(env: Environment, episode: RecordedEpisode, index: int,
 
 
 async def _react_turn(env: Environment, action: str, recorded: Any) -> tuple[float, str]:
-    code, is_code = react_action(action, env.kind)
+    code, is_code = react_action(action, env.spec)
     said_no_code = isinstance(recorded, str) and recorded.startswith(REACT_NO_CODE)
     if is_code == said_no_code:
         parsed = "code" if is_code else "no code (neither execute[...] nor submit)"
@@ -112,7 +111,7 @@ async def _react_turn(env: Environment, action: str, recorded: Any) -> tuple[flo
 async def harness_turn(env: Environment, action: str) -> tuple[float, str]:
     """One turn of the original's multi-turn harness (shared with our strategies); the older CTF
     harness prefixed shell commands with `cmd `."""
-    reward, observation, _ = await harness_step(env, kind_spec(env.kind).recorded_action(action))
+    reward, observation, _ = await harness_step(env, env.spec.recorded_action(action))
     return reward, observation
 
 

@@ -24,6 +24,7 @@ from typing import Any
 import aiodocker
 
 from agents.strategies.installed import AGENTS_DIR, GATEWAY_DIR, supports
+from environments.kind import kind_spec
 from foundation.engine import engine, engine_deadline
 from foundation.errors import ConfigError
 from foundation.settings import cache_dir
@@ -98,7 +99,7 @@ async def _twin(docker: aiodocker.Docker, task: Task, strategy: str, binds: list
     if task.unavailable is not None or not task.image:
         return task
     why = ""
-    if not supports(task.kind):
+    if not supports(kind_spec(task.kind)):
         why = (f"{strategy!r} can't run a {task.kind} task: it acts in a container's shell and is scored by the "
                "container's state or its last output (Bash, Harbor, your shell environments)")
     elif binds is None:

@@ -12,6 +12,7 @@ import aiodocker
 import pytest
 
 from agents.strategies.turns import retry_message
+from environments.kind import kind_spec
 from environments.runtime import Runtime
 from tests.conftest import clean_runtime
 from tests.unit.test_paper_strategies import _oracle_solves_every_paper_protocol, play, task, users
@@ -41,7 +42,7 @@ async def test_try_again_without_code_feeds_back_the_retry_message_with_reward_z
     outcome, model = await play(runtime, "try_again", task("sql", 1), outputs)
     assert outcome.turns[0].action is None and outcome.turns[0].reward == 0.0 and not outcome.turns[0].executed
     feedback = users(model.calls[1])[-1]
-    assert retry_message("sql").strip().splitlines()[0] in feedback and "Reward: 0.0" in feedback
+    assert retry_message(kind_spec("sql")).strip().splitlines()[0] in feedback and "Reward: 0.0" in feedback
     assert outcome.turns[1].reward == 1.0
 
 

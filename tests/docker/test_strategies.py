@@ -9,6 +9,7 @@ import aiodocker
 import pytest
 
 from agents.strategies.turns import retry_message
+from environments.kind import kind_spec
 from environments.runtime import Runtime
 from tests.conftest import clean_runtime
 from tests.unit.test_strategies import last_user, play, task
@@ -35,7 +36,7 @@ async def test_single_turn_without_code_runs_nothing(runtime: Runtime) -> None:
     outcome, _ = await play(runtime, "single_fenced", task("sql", 1), ["The genres are fiction and poetry."])
     (turn,) = outcome.turns
     assert (turn.action, turn.executed, turn.reward) == (None, False, 0.0)
-    assert turn.observation == retry_message("sql") and not outcome.success
+    assert turn.observation == retry_message(kind_spec("sql")) and not outcome.success
 
 
 @pytest.mark.docker

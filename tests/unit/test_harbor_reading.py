@@ -6,6 +6,7 @@ never the whole set's; task.toml's fields as Harbor 0.26's TaskConfig reads them
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -45,6 +46,18 @@ def test_harbor_026_fields_network_mode_and_healthcheck(tasks):
     assert meta["allow_internet"] is False
     assert meta["healthcheck"] == {"command": "test -f /app/ready", "interval_sec": 1.0, "timeout_sec": 30.0,
                                    "start_period_sec": 0.0, "start_interval_sec": 5.0, "retries": 2}
+
+
+def test_a_tasks_time_limit_and_what_it_offers_its_agent_are_read_with_it():
+    """The agent's timeout and the verifier's (each step's), and a minute; MCP servers or skills."""
+    fixtures = PROJECT_ROOT / "tests" / "fixtures" / "harbor"
+    read = {name: read_harbor(fixtures / name, "fixtures")[0] for name in ("hello-file", "multi-step", "mcp-lookup",
+                                                                           "skills")}
+    assert read["hello-file"].time_limit == 120.0 + 30.0 + 60.0
+    assert read["multi-step"].time_limit == 2 * (120.0 + 30.0) + 60.0
+    assert [name for name, task in read.items() if task.offers_extras] == ["mcp-lookup", "skills"]
+    step = replace(read["skills"], query="the next step", meta={**read["skills"].meta, "step_index": 1})
+    assert step.offers_extras and step.time_limit == read["skills"].time_limit  # a step's run keeps them
 
 
 def test_a_typo_is_a_warning_and_the_task_still_runs(tasks):

@@ -253,13 +253,12 @@ class McpToyEnv(Environment):
 
 register(KindSpec(name="mcp-toy", environment=McpToyEnv, language="BASH", setting="toy shell", fence="bash",
                   fence_tags=frozenset({"bash"}), export_name="ic_mcp_toy", datasets=(), tool="bash",
-                  tool_argument="command", submit_at_end=True, shows_reward=False, prompts="task",
-                  offers_extras=lambda task: True))
+                  tool_argument="command", submit_at_end=True, shows_reward=False, prompts="task"))
 
 
 def toy_task(url: str) -> Task:
     return Task(kind="mcp-toy", dataset="mcp-toy", index=0, query="Add 2 and 3 with the demo server.", gold="",
-                image="", meta={"mcp_url": url})
+                image="", meta={"mcp_url": url}, offers_extras=True)
 
 
 def call(name: str, arguments: dict[str, Any]) -> ScriptedToolCall:

@@ -73,3 +73,16 @@ def test_a_bad_task_set_is_one_line(tmp_path, capsys, tasks, expected):
     assert main(["sweep", str(sweep), "--quiet"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and expected in err, err
+
+
+def test_the_manifest_s_episode_timeout_is_each_task_s_time_limit(tmp_path):
+    """The runner gives an episode its task's time limit, else the sweep's: a manifest's
+    `episode_timeout` must reach every task it makes, and none set leaves the sweep's."""
+    from tasks.own import read_environment
+
+    directory = copy_example(tmp_path)
+    assert {task.time_limit for task in read_environment(directory).tasks()} == {None}
+    manifest = directory / "environment.toml"
+    manifest.write_text(manifest.read_text() + "episode_timeout = 42\n")
+    tasks = read_environment(directory).tasks()
+    assert tasks and {task.time_limit for task in tasks} == {42.0}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agents.strategies.paper_parsing import PaperParseError, paper_action, react_action
+from environments.kind import kind_spec
 
 
 @pytest.mark.parametrize(("answer", "expected"), [
@@ -17,12 +18,12 @@ from agents.strategies.paper_parsing import PaperParseError, paper_action, react
     ("two\nlines", ("two lines", True)),
 ])
 def test_bash(answer, expected):
-    assert paper_action(answer, "bash") == expected
+    assert paper_action(answer, kind_spec("bash")) == expected
 
 
 def test_bash_command_in_another_case_raised_in_the_original():
     with pytest.raises(PaperParseError):
-        paper_action("Command: ls", "bash")
+        paper_action("Command: ls", kind_spec("bash"))
 
 
 @pytest.mark.parametrize(("answer", "expected"), [
@@ -35,13 +36,13 @@ def test_bash_command_in_another_case_raised_in_the_original():
     ("SELECT a\\_b FROM t", ("SELECT a_b FROM t", True)),
 ])
 def test_sql(answer, expected):
-    assert paper_action(answer, "sql") == expected
+    assert paper_action(answer, kind_spec("sql")) == expected
 
 
 def test_python_and_ctf():
-    assert paper_action("def f(x):     return x", "python") == ("def f(x):\n    return x", True)
-    assert paper_action("print(1)", "python") == ("print(1)", True)
-    assert paper_action("  Action: cat flag.txt ", "ctf") == ("cat flag.txt", True)
+    assert paper_action("def f(x):     return x", kind_spec("python")) == ("def f(x):\n    return x", True)
+    assert paper_action("print(1)", kind_spec("python")) == ("print(1)", True)
+    assert paper_action("  Action: cat flag.txt ", kind_spec("ctf")) == ("cat flag.txt", True)
 
 
 @pytest.mark.parametrize(("action", "kind", "expected"), [
@@ -53,4 +54,4 @@ def test_python_and_ctf():
     ("submit now", "bash", ("submit now", False)),
 ])
 def test_react(action, kind, expected):
-    assert react_action(action, kind) == expected
+    assert react_action(action, kind_spec(kind)) == expected

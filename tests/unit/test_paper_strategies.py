@@ -141,16 +141,17 @@ async def test_plan_solve_refine_has_three_turns_and_stops_at_reward_one(local):
 async def test_the_oracle_answers_in_the_form_each_strategy_reads():
     from agents.models import OracleModel
     from agents.strategies.paper_parsing import paper_action, react_action
+    from environments.kind import kind_spec
 
     oracle = OracleModel()
     for kind in ("bash", "sql", "python", "ctf"):
         gold = task(kind)
         first = (await oracle.complete([], task=gold, turn=0, style="paper"))
-        action, is_code = paper_action(first, kind)
+        action, is_code = paper_action(first, kind_spec(kind))
         expected = gold.gold_text if kind != "ctf" else f"submit {gold.gold_text}"
         assert is_code and " ".join(action.split()) == " ".join(expected.split()), (kind, first, action)
     react = await oracle.complete([], task=task("bash"), turn=0, style="react")
-    assert split_answer(react, 1)[1] == f"execute[{GREP}]" and react_action(f"execute[{GREP}]", "bash") == (GREP, True)
+    assert split_answer(react, 1)[1] == f"execute[{GREP}]" and react_action(f"execute[{GREP}]", kind_spec("bash")) == (GREP, True)
     assert split_answer(await oracle.complete([], task=task("bash"), turn=1, style="react"), 2)[1] == "submit"
 
 

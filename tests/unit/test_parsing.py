@@ -12,6 +12,7 @@ from agents.parsing import (
 )
 from agents.strategies.turns import TRUNCATED, Dialogue, clip, retry_message
 from agents.strategies.rules import plan_steps
+from environments.kind import kind_spec
 
 
 @pytest.mark.parametrize(("output", "kind", "action"), [
@@ -67,9 +68,9 @@ def test_controls() -> None:
 
 
 def test_retry_message_shape() -> None:
-    assert retry_message("sql") == "Format your SQL command as follows:\n```SQL\nYour SQL code here\n```\n"
-    assert retry_message("bash").startswith("Format your BASH command as follows:")
-    assert retry_message("python").startswith("Format your PYTHON command as follows:")
+    assert retry_message(kind_spec("sql")) == "Format your SQL command as follows:\n```SQL\nYour SQL code here\n```\n"
+    assert retry_message(kind_spec("bash")).startswith("Format your BASH command as follows:")
+    assert retry_message(kind_spec("python")).startswith("Format your PYTHON command as follows:")
 
 
 def test_clip() -> None:

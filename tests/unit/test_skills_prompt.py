@@ -1,6 +1,6 @@
 """The skills a task offers (Harbor's `[environment] skills_dir`) listed in the system prompt of our
 strategies: each skill's name, description and the path of its SKILL.md in the container. They are
-known once the environment is reset, which the first answer then waits for (a task whose kind's
+known once the environment is reset, which the first answer then waits for (a task whose
 `offers_extras` says it may offer them); a task without skills gets the prompt as it was."""
 
 from __future__ import annotations
@@ -47,8 +47,7 @@ class SkilledEnv(Environment):
 
 register(KindSpec(name="skills-toy", environment=SkilledEnv, language="BASH", setting="toy shell", fence="bash",
                   fence_tags=frozenset({"bash"}), export_name="ic_skills_toy", datasets=(), tool="bash",
-                  tool_argument="command", submit_at_end=True, shows_reward=False, prompts="task",
-                  offers_extras=lambda task: True))
+                  tool_argument="command", submit_at_end=True, shows_reward=False, prompts="task"))
 
 SUBMIT = {"tools": called(("submit", {})), "single_fenced": "```bash\nsubmit\n```",
           "try_again_fenced": "```bash\nsubmit\n```"}
@@ -57,7 +56,8 @@ SUBMIT = {"tools": called(("submit", {})), "single_fenced": "```bash\nsubmit\n``
 async def system_prompt(strategy: str, skills: list[Skill]) -> str:
     """The system prompt `strategy` sent with its first answer, on a task offering `skills`."""
     task = Task(kind="skills-toy", dataset="skills-toy", index=0, query="Fill in the form.", gold="", image="",
-                meta={"skills": [{"name": s.name, "description": s.description, "path": s.path} for s in skills]})
+                meta={"skills": [{"name": s.name, "description": s.description, "path": s.path} for s in skills]},
+                offers_extras=True)
     model = ScriptedModel([SUBMIT[strategy]])
     async with SkilledEnv(None) as env:  # type: ignore[arg-type]  # no runtime: nothing runs in a container
         outcome = await get_strategy(strategy).run(env, task, model, max_turns=1)
@@ -83,12 +83,12 @@ async def test_a_task_without_skills_gets_no_block(strategy: str) -> None:
     system = await system_prompt(strategy, [])
     assert "Skills:" not in system and "SKILL.md" not in system
     if strategy == "try_again_fenced":
-        assert system == prompt("system", "skills-toy", reward_note="")
+        assert system == prompt("system", SkilledEnv.spec, reward_note="")
 
 
 def test_a_long_description_is_cut_and_no_skills_is_no_block() -> None:
     long = Skill("big", "word " * 200, "/s/big")
-    line = skills_block("skills-toy", [long]).splitlines()[-1]
+    line = skills_block(SkilledEnv.spec, [long]).splitlines()[-1]
     assert line.startswith("- big: word word") and line.endswith("... (/s/big/SKILL.md)")
     assert len(line) < 300 + len("- big:  (/s/big/SKILL.md)") + 1
-    assert skills_block("skills-toy", []) == ""
+    assert skills_block(SkilledEnv.spec, []) == ""

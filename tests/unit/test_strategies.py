@@ -17,6 +17,7 @@ from tests.scripted import ScriptedModel
 from agents.strategies.turns import retry_message
 from environments import make_environment
 from environments.base import TaskUnavailable
+from environments.kind import kind_spec
 from environments.runtime import Runtime
 from tasks import Task
 from tests.local_starter import local_runtime, starter
@@ -53,8 +54,8 @@ async def test_try_again_retries_without_code_and_stops_at_reward_one(local: Run
     assert [t.action for t in outcome.turns] == [None, "ls starter/logs", GREP.split("\n")[1]]
     assert [t.executed for t in outcome.turns] == [False, True, True]
     assert outcome.turns[0].reward == 0.0 and outcome.turns[1].reward < 1.0 and outcome.turns[2].reward == 1.0
-    assert outcome.turns[0].observation == retry_message("bash")
-    assert last_user(model.calls[1]) == retry_message("bash")  # the retry message is what the model sees next
+    assert outcome.turns[0].observation == retry_message(kind_spec("bash"))
+    assert last_user(model.calls[1]) == retry_message(kind_spec("bash"))  # the retry message is what the model sees next
     assert "app.log" in last_user(model.calls[2]) and "Reward: " in last_user(model.calls[2])
     assert outcome.status == "solved" and len(model.calls) == 3
 

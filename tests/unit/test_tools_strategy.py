@@ -81,9 +81,9 @@ async def test_an_answer_without_a_call_gets_the_retry_message_and_runs_nothing(
     outcome = await play(local, starter("bash"), model)
     turn = outcome.turns[0]
     assert (turn.output, turn.action, turn.executed, turn.reward) == ("I would count the errors.", None, False, 0.0)
-    assert turn.observation == retry_message("bash")
+    assert turn.observation == retry_message(kind_spec("bash"))
     assert model.calls[1][-2:] == [{"role": "assistant", "content": "I would count the errors."},
-                                   {"role": "user", "content": retry_message("bash")}]
+                                   {"role": "user", "content": retry_message(kind_spec("bash"))}]
     assert outcome.status == "solved"
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import json
 import operator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -20,7 +21,8 @@ from agents.parsing import extract_action
 from agents.strategies.turns import prompt
 from environments import make_environment
 from environments.base import Environment
-from environments.kind import KindSpec, kind_spec, register
+from environments.kind import KindSpec, kind_names, kind_spec, register
+from foundation.errors import ConfigError
 from tasks import DatasetInfo, Task, load_tasks, register_dataset
 
 OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul}
@@ -74,7 +76,17 @@ def test_the_spec_is_what_the_system_reads(toy_tasks):
     assert extract_action("```calc\n1+1\n```", "toy") == "1+1"
     assert extract_action("```bash\nls\n```", "toy") is None  # another kind's fence is not code here
     assert fenced(toy_tasks[0], "6*7") == "```calc\n6*7\n```"
-    assert "ARITHMETIC" in prompt("system", "toy", reward_note="")
+    assert "ARITHMETIC" in prompt("system", SPEC, reward_note="")
+
+
+def test_the_environment_carries_its_spec_and_its_class_is_one_kinds():
+    assert CalculatorEnv.spec is SPEC and make_environment("toy", None).spec is SPEC  # type: ignore[arg-type]
+    assert (SPEC.tool_name, SPEC.prompt_family, SPEC.submit_parameter) == ("calc", "toy", "")
+    flagged = replace(SPEC, submit_argument=" <flag>", tool="shell", prompts="task")  # derived again
+    assert (flagged.tool_name, flagged.prompt_family, flagged.submit_parameter) == ("shell", "task", "flag")
+    with pytest.raises(ConfigError, match="class of its own"):  # one class, two kinds' specs: refused
+        register(replace(SPEC, name="toy-two"))
+    assert CalculatorEnv.spec is SPEC and "toy-two" not in kind_names()
 
 
 @pytest.mark.parametrize("strategy", ["try_again", "try_again_fenced", "react", "single"])
