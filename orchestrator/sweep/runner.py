@@ -106,17 +106,18 @@ class EpisodeRunner:
         return kind_spec(task.kind).max_turns or self.max_turns
 
     def time_limit(self, task: Task) -> float:
-        """Seconds the task's episode may take: its own (a Harbor task's timeouts), else the sweep's."""
-        return kind_spec(task.kind).time_limit(task) or self.timeout
+        """Seconds the task's episode may take: its own (a Harbor task's timeouts, your environment's
+        manifest), else the sweep's."""
+        return task.time_limit or self.timeout
 
     async def _play(self, episode: PlannedEpisode, record: EpisodeRecord, avoid: frozenset[str]) -> None:
         record.transcript = Transcript() if self.models.config.transcripts else None
-        model = self.models.for_episode(episode.model)
+        model = self.models.for_episode(episode.key.model)
         limit = self.time_limit(episode.task)
         deadline = asyncio.timeout(limit)
         try:
             async with deadline:  # this attempt's calls, actions and scorings on its timeline
-                played = await run_episode(self._placed(episode.task, avoid, record), get_strategy(episode.strategy),
+                played = await run_episode(self._placed(episode.task, avoid, record), get_strategy(episode.key.strategy),
                                            episode.task, model, max_turns=record.max_turns,
                                            timeline=Timeline(record.started_at),
                                            calls=EpisodeCalls(record.calls, record.transcript))
