@@ -6,12 +6,12 @@ kind's own module, registered by name.
     spec.gold_actions(task)          # the oracle's actions
     spec.environment                 # SqlEnv, whose `spec` is this one: SqlEnv.spec is spec
 
-A kind's name is looked up once, where there is nothing else to go by (a task's kind: the sweep's
-runner, the oracle, validate, replay, export, the gym adapter); an episode's environment carries
+A kind's name is looked up once, where there is nothing else to go by (a task's kind: the
+environment's class, the oracle, validate, replay, export, the gym adapter); an episode's environment carries
 its spec (`env.spec`), which the strategies read. None of them switches on a kind's name. A new
 kind is a module that defines an Environment subclass and calls `register(KindSpec(...))`
 (tests/unit/test_toy_kind.py does it in a test module alone). What differs between one task of a
-kind and another (its time limit, whether it offers skills) is the task's (tasks/model.py).
+kind and another (its turns, its time limit, whether it offers skills) is the task's (tasks/model.py).
 """
 
 from __future__ import annotations
@@ -102,9 +102,6 @@ class KindSpec:
     # submits for it.
     submit_at_end: bool = False
     prompts: str = ""  # the prompt templates' suffix (`system_<prompts>.txt`); "": the kind's name
-    # The turns a kind's tasks set for themselves (your environment's manifest); None: the sweep's
-    # max_turns. (A task's own time limit is the task's: Task.time_limit.)
-    max_turns: int | None = None
     directory: str | None = None  # an environment of your own: where it is (a cluster's hosts load it from there)
     task_file: TaskFile | None = None  # a task file of yours in this kind's format is welcome (NL2Bash's, Spider's, MBPP's)
     # Derived once, when the spec is made (a spec is immutable): the strategies read them every turn.

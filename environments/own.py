@@ -232,7 +232,7 @@ def own_kind(own: OwnEnvironment) -> KindSpec:
     """Register `own` as a kind named after it (the latest registration of a name wins: a sweep
     refuses two directories of one name); ConfigError when its reward function won't load. Its
     environment is a class made for it (a subclass of the language's), whose `spec` it becomes.
-    The manifest's `episode_timeout` is each task's `time_limit` (tasks/own.py)."""
+    The manifest's `max_turns` and `episode_timeout` are each task's own (tasks/own.py)."""
     manifest = own.manifest
     base = BASES[manifest.language]
     action_timeout = manifest.action_timeout
@@ -247,7 +247,7 @@ def own_kind(own: OwnEnvironment) -> KindSpec:
             "query" if manifest.language == "sql" else "command"),
         tool_description=DESCRIPTIONS[manifest.language], shows_reward=manifest.score_every_action,
         submit_at_end=not manifest.score_every_action, prompts="" if manifest.score_every_action else "task",
-        max_turns=manifest.max_turns, directory=str(own.root)))
+        directory=str(own.root)))
 
 
 def load_reward(own: OwnEnvironment) -> Reward:

@@ -18,8 +18,8 @@ class Task:
     `meta` holds what a kind needs besides: the database (`db`), MBPP's `tests` and
     `test_setup_code`, a CTF task's `tags` or `setup`, Spider's `hardness`. A task that can't run
     here says why in `unavailable` (`refused`): its episodes are stored as task errors, not run.
-    `time_limit` and `offers_extras` are set by the loader that makes the task (tasks/harbor.py);
-    the fingerprint leaves them out: they change no gold result.
+    `max_turns`, `time_limit` and `offers_extras` are set by the loader that makes the task
+    (tasks/harbor.py, tasks/own.py); the fingerprint leaves them out: they change no gold result.
     """
 
     kind: str  # the environment kind: "bash" | "sql" | "python" | "ctf" | "harbor" | one of yours
@@ -33,6 +33,8 @@ class Task:
     unavailable: str | None = None  # why it can't run here (then it has no image: nothing is built or leased)
     malformed: bool = False  # unavailable because the task itself is at fault (a Harbor folder's task.toml)
     # What a task sets for itself, read where its episode runs (the sweep's runner, the strategies):
+    max_turns: int | None = None
+    """Turns its episode may take (your environment's manifest); None: the sweep's max_turns."""
     time_limit: float | None = None
     """Seconds the whole episode may take (a Harbor task's timeouts, your environment's manifest);
     None: the sweep's episode_timeout."""

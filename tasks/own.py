@@ -100,7 +100,7 @@ class OwnEnvironment:
                 raise ConfigError(f"{self.dataset}: record {index + 1} names no `db` (the database its queries run in)")
             tasks.append(Task(kind=self.name, dataset=self.name, index=index, query=record["query"],
                               gold=_gold(self.dataset, index, record.get("gold", "")), image=self.image, meta=meta,
-                              time_limit=self.manifest.episode_timeout))
+                              max_turns=self.manifest.max_turns, time_limit=self.manifest.episode_timeout))
         return tasks
 
     @property

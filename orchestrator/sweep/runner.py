@@ -29,7 +29,6 @@ from agents.base import EpisodeOutcome, Turn, get_strategy
 from agents.episode import run_episode
 from agents.recording import EpisodeCalls, Transcript
 from environments.base import EpisodeEnvironment, ScoringFailed, TaskUnavailable
-from environments.kind import kind_spec
 from foundation.errors import SandboxError, UserError
 from foundation.outcome import FailureClass, Status
 from foundation.timeline import Timeline
@@ -102,8 +101,8 @@ class EpisodeRunner:
                              started_at=time.time(), attempts=attempt)
 
     def turns(self, task: Task) -> int:
-        """The task's turn budget: its kind's own (a manifest's max_turns), else the sweep's."""
-        return kind_spec(task.kind).max_turns or self.max_turns
+        """The task's turn budget: its own (your environment's manifest), else the sweep's."""
+        return task.max_turns or self.max_turns
 
     def time_limit(self, task: Task) -> float:
         """Seconds the task's episode may take: its own (a Harbor task's timeouts, your environment's

@@ -75,14 +75,15 @@ def test_a_bad_task_set_is_one_line(tmp_path, capsys, tasks, expected):
     assert err.count("\n") == 0 and expected in err, err
 
 
-def test_the_manifest_s_episode_timeout_is_each_task_s_time_limit(tmp_path):
-    """The runner gives an episode its task's time limit, else the sweep's: a manifest's
-    `episode_timeout` must reach every task it makes, and none set leaves the sweep's."""
+def test_the_manifest_s_limits_are_each_task_s_own(tmp_path):
+    """The runner gives an episode its task's turns and time limit, else the sweep's: a manifest's
+    `max_turns` and `episode_timeout` must reach every task it makes, and none set leaves the sweep's."""
     from tasks.own import read_environment
 
     directory = copy_example(tmp_path)
-    assert {task.time_limit for task in read_environment(directory).tasks()} == {None}
-    manifest = directory / "environment.toml"
-    manifest.write_text(manifest.read_text() + "episode_timeout = 42\n")
     tasks = read_environment(directory).tasks()
-    assert tasks and {task.time_limit for task in tasks} == {42.0}
+    assert tasks and {(task.max_turns, task.time_limit) for task in tasks} == {(6, None)}  # the example's max_turns
+    manifest = directory / "environment.toml"
+    manifest.write_text(manifest.read_text().replace("max_turns = 6\n", "") + "episode_timeout = 42\n")
+    tasks = read_environment(directory).tasks()
+    assert tasks and {(task.max_turns, task.time_limit) for task in tasks} == {(None, 42.0)}
