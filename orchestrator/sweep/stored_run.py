@@ -1,8 +1,9 @@
 """The sweep's second level: its store, and this run in it.
 
-The store is opened (its directory lock held), the episodes it already holds are skipped, and the
-run is recorded with its status at the end: finished, stopped (the budget ran out), interrupted
-(a cancellation, an engine gone: a resume finishes it) or failed.
+The store is opened (its directory lock held), the episodes it already holds are skipped, what
+its earlier runs spent is read (a budget holds across resumes), and the run is recorded with its
+status at the end: finished, stopped (the budget ran out), interrupted (a cancellation, an engine
+gone: a resume finishes it) or failed.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class StoredRun:
     store: Store
     run_id: int
     todo: list[PlannedEpisode]  # the episodes the store does not hold yet
+    spent_before: tuple[float, int]  # what the sweep's earlier runs spent (dollars, tokens): a budget holds across resumes
     left: int = 0  # of `todo`, those left for a resume (the budget ran out): set by the levels below
 
 
@@ -46,7 +48,7 @@ async def stored_run(config: SweepConfig, inputs: SweepInputs, sweep_hash: str,
                                        git_sha=await _git_sha(), config_json=config_json(config))
         log.info("sweep_start", sweep=config.name, run=run_id, planned=len(inputs.episodes),
                  skipped=len(inputs.episodes) - len(todo))
-        run = StoredRun(store, run_id, todo)
+        run = StoredRun(store, run_id, todo, await store.spent_before(run_id))
         status = "failed"
         try:
             yield run
