@@ -29,6 +29,7 @@ from orchestrator.images.engine_build import (
     Line,
     Progress,
     find_image,
+    find_images,
     no_progress,
     run_build,
 )
@@ -211,20 +212,23 @@ async def image_status(names: Iterable[str] | None, data_dir: Path, *,
     would rebuild it.
     """
     wanted = None if names is None else [get(n).name for n in names]
+    order = in_build_order(wanted)
     found: dict[str, ImageStatus] = {}
     async with _client(docker) as client:
-        base = await find_image(client, BASE_IMAGE)
-        for spec in in_build_order(wanted):
+        held = await find_images(client, [BASE_IMAGE, *(s.tag for s in order)])  # the engine's images, in one go
+        base = held[BASE_IMAGE]
+        for spec in order:
             ids = [found[name].image_id if found[name].state is ImageState.PRESENT else None for name in needs(spec)]
             if spec.parent is None:
                 ids.insert(0, base["Id"] if base is not None else None)
             parent_id = None if None in ids else "|".join(str(i) for i in ids)
-            found[spec.name] = await _status(client, spec, data_dir, parent_id)
+            found[spec.name] = await _status(client, spec, data_dir, parent_id, held[spec.tag])
     return [s for s in found.values() if wanted is None or s.name in wanted]
 
 
-async def _status(docker: aiodocker.Docker, spec: ImageSpec, data_dir: Path, parent_id: str | None) -> ImageStatus:
-    current = await find_image(docker, spec.tag)
+async def _status(docker: aiodocker.Docker, spec: ImageSpec, data_dir: Path, parent_id: str | None,
+                  current: dict[str, Any] | None) -> ImageStatus:
+    """`spec`'s image's state; `current`: the engine's inspect data of its tag (None: not held)."""
     if current is None:
         return ImageStatus(spec.name, spec.tag, ImageState.MISSING, None, None)
     state = ImageState.STALE

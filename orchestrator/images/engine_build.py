@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import IO, Any, NamedTuple
 
 import aiodocker
@@ -50,6 +50,11 @@ async def find_image(docker: aiodocker.Docker, ref: str) -> dict[str, Any] | Non
         if exc.status == 404:
             return None
         raise ImageError(f"could not inspect image {ref}: {exc.message}") from exc
+
+
+async def find_images(docker: aiodocker.Docker, refs: Iterable[str]) -> dict[str, dict[str, Any] | None]:
+    """`find_image` of each of `refs`, by ref: what the engine holds of them, asked in one go."""
+    return {ref: await find_image(docker, ref) for ref in dict.fromkeys(refs)}
 
 
 async def run_build(docker: aiodocker.Docker, image: str, context: IO[bytes], *, tag: str,
