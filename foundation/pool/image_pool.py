@@ -44,6 +44,9 @@ class ImagePool:
         self.idle: deque[PooledContainer] = deque()
         self.waiters: deque[asyncio.Future[PooledContainer]] = deque()
         self.creating = 0
+        # Containers kept idle: the config's, raised while the pool warms (Pool.warm). The pool's
+        # own: its config may be shared with other pools (environments/runtime.py's PLAIN_POOL).
+        self.min_idle = config.min_idle
         self.closed = False
         self.suspended: str | None = None  # why no container can be made now (the engine is away)
         self.epoch = 0  # moves on at each recovery: a container made before it is not trusted
@@ -109,7 +112,7 @@ class ImagePool:
             # Every lease ends, and each end hands its container to the oldest waiter; the
             # pool's CPU sampler calls grow() again once the CPUs have room.
             live_waiters = 0
-        wanted = live_waiters + max(self.config.min_idle - len(self.idle), 0) - self.creating - resetting
+        wanted = live_waiters + max(self.min_idle - len(self.idle), 0) - self.creating - resetting
         # A single-use container given back is made again (release), as a reset one would be idle again.
         wanted = max(wanted, self.replacements)
         while wanted > 0 and self.size < self.config.max_size and not self.closed and self.suspended is None:

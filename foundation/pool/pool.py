@@ -161,16 +161,16 @@ class Pool:
         """Create containers until `count` of the image are idle, without keeping that many idle
         afterwards (a sweep warms its pools before its episodes start)."""
         pool = self._pool_for(image)
-        before = pool.config.min_idle
+        before = pool.min_idle
         try:
             await self.wait_idle(image, min(count, pool.config.max_size), timeout)
         finally:
-            pool.config.min_idle = before
+            pool.min_idle = before
 
     async def wait_idle(self, image: str, count: int, timeout: float = 120.0) -> None:
         """Wait until `count` containers of the image are idle (for warm-up before a benchmark)."""
         pool = self._pool_for(image)
-        pool.config.min_idle = max(pool.config.min_idle, count)
+        pool.min_idle = max(pool.min_idle, count)
         pool.grow()
         try:
             async with asyncio.timeout(timeout):

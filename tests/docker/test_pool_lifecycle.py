@@ -13,6 +13,7 @@ from contextlib import contextmanager
 import pytest
 import structlog
 
+from foundation.concurrency import all_of
 from foundation.engine import engine_host
 from foundation.engine_gate import gate_path
 from foundation.errors import DriverExited
@@ -20,7 +21,7 @@ from foundation.logs import configured
 from foundation.pool import ImagePoolConfig, Pool
 from foundation.pool.container import ContainerState
 from foundation.pool.ownership import MANAGED, OWNER, Owner
-from tests.conftest import PROJECT, containers_of_run
+from tests.conftest import PROJECT, containers_of_run, require_image
 from tests.processes import ended_async
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -185,3 +186,17 @@ async def test_a_normal_shutdown_logs_removals_and_only_a_broken_container_as_br
     assert removed.pop(broken) == ("debug", "the test's service died")
     assert removed and all(level == "debug" for level, _ in removed.values()), found  # those the shutdown removed
     assert not [e for e in events if e["log_level"] in ("warning", "error") and "removed by pool" in str(e)]
+
+
+async def test_warming_pools_that_share_a_config_leaves_the_config_as_it_was(make_pool, fs1_image, docker):
+    """A sweep's pools of plain images share one config object (environments/runtime.py's
+    PLAIN_POOL) and are warmed at once. How many containers a pool keeps idle while it warms is the
+    pool's own: the shared config is never changed, or the warm-up's minimum outlives it and every
+    later pool of that config keeps that many containers idle (a one-episode sweep started 15 for
+    nothing in a process whose earlier sweep had warmed 16)."""
+    starter = await require_image(docker, "intercode/starter")
+    shared = ImagePoolConfig(min_idle=0, max_size=4)
+    async with make_pool({fs1_image: shared, starter: shared}) as pool:
+        await all_of([pool.warm(fs1_image, 1), pool.warm(starter, 4)])  # fs1's warm ends first
+        assert shared.min_idle == 0
+        assert (pool.capacity(fs1_image), pool.capacity(starter)) == (1, 4)
