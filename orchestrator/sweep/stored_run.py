@@ -48,9 +48,9 @@ async def stored_run(config: SweepConfig, inputs: SweepInputs, sweep_hash: str,
                                        git_sha=await _git_sha(), config_json=config_json(config))
         log.info("sweep_start", sweep=config.name, run=run_id, planned=len(inputs.episodes),
                  skipped=len(inputs.episodes) - len(todo))
-        run = StoredRun(store, run_id, todo, await store.spent_before(run_id))
         status = "failed"
-        try:
+        try:  # from here on the run is recorded with its status, whatever stops it
+            run = StoredRun(store, run_id, todo, await store.spent_before(run_id))
             yield run
             status = "finished" if run.left == 0 else "stopped"
         except (asyncio.CancelledError, EngineUnavailable):  # a resume finishes it
