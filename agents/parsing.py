@@ -1,19 +1,19 @@
 """Taking the action out of a model's answer.
 
-    extract_action("Try this:\n```sql\nSELECT 1\n```", "sql")    # "SELECT 1"
-    extract_react_action("Thought: ...\nAction: execute[ls]", "bash")   # "ls"
+    extract_action("Try this:\n```sql\nSELECT 1\n```", env.spec)    # "SELECT 1" (a SQL environment's)
+    extract_react_action("Thought: ...\nAction: execute[ls]", env.spec)   # "ls"
 
 The action is the first fenced block tagged with the environment's language (or untagged);
 failing that, `submit` / `submit FLAG` / `skip` alone on a line. No code gives None: the strategy
-then answers with the retry message and executes nothing. A strategy passes its environment's
-spec (`env.spec`) for the kind; a kind's name is looked up.
+then answers with the retry message and executes nothing. The kind is the environment's spec
+(`env.spec`), as a strategy has it.
 """
 
 from __future__ import annotations
 
 import re
 
-from environments.kind import KindSpec, kind_spec
+from environments.kind import KindSpec
 
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _INLINE_FENCE = re.compile(r"```([^`\n]+)```")
@@ -23,9 +23,9 @@ _REACT_OBSERVATION = re.compile(r"^[ \t]*Observation(?:[ \t]*\d+)?[ \t]*:", re.M
 _EXECUTE = re.compile(r"^execute\s*\[(.*)\]", re.DOTALL)
 
 
-def extract_action(output: str, kind: KindSpec | str) -> str | None:
-    """The action of `output` for an environment of `kind` (its spec or name), or None when it holds no code."""
-    tags = (kind_spec(kind) if isinstance(kind, str) else kind).fence_tags
+def extract_action(output: str, kind: KindSpec) -> str | None:
+    """The action of `output` for an environment of `kind`, or None when it holds no code."""
+    tags = kind.fence_tags
     for match in _FENCE.finditer(output):
         tag, body = match.group(1).lower(), match.group(2).strip()
         if body and (not tag or tag in tags):
@@ -38,7 +38,7 @@ def extract_action(output: str, kind: KindSpec | str) -> str | None:
     return None
 
 
-def extract_react_action(output: str, kind: KindSpec | str) -> str | None:
+def extract_react_action(output: str, kind: KindSpec) -> str | None:
     """The action of a ReAct answer: `Action: execute[CODE]`, `Action: submit [FLAG]`, or a fenced
     block after `Action:`; without an `Action:` line, whatever `extract_action` finds."""
     if observation := _REACT_OBSERVATION.search(output):  # the model imagined the observation: drop it

@@ -47,10 +47,10 @@ class TurnTiming:
     duration: float | None = field(init=False)
 
     def __post_init__(self) -> None:
-        first = self.spans[0].start if self.spans else None
-        end = max((s.start + s.duration for s in self.spans), default=None)
-        object.__setattr__(self, "start", first)
-        object.__setattr__(self, "duration", None if first is None or end is None else end - first)
+        start = self.spans[0].start if self.spans else None
+        duration = max(s.start + s.duration for s in self.spans) - self.spans[0].start if self.spans else None
+        object.__setattr__(self, "start", start)
+        object.__setattr__(self, "duration", duration)
 
 
 @dataclass

@@ -215,7 +215,7 @@ async def image_status(names: Iterable[str] | None, data_dir: Path, *,
     order = in_build_order(wanted)
     found: dict[str, ImageStatus] = {}
     async with _client(docker) as client:
-        held = await find_images(client, [BASE_IMAGE, *(s.tag for s in order)])  # the engine's images, in one go
+        held = await find_images(client, [BASE_IMAGE, *(s.tag for s in order)])  # what the engine holds, first
         base = held[BASE_IMAGE]
         for spec in order:
             ids = [found[name].image_id if found[name].state is ImageState.PRESENT else None for name in needs(spec)]

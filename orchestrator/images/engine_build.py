@@ -53,7 +53,7 @@ async def find_image(docker: aiodocker.Docker, ref: str) -> dict[str, Any] | Non
 
 
 async def find_images(docker: aiodocker.Docker, refs: Iterable[str]) -> dict[str, dict[str, Any] | None]:
-    """`find_image` of each of `refs`, by ref: what the engine holds of them, asked in one go."""
+    """`find_image` of each of `refs` (each once, one after another), by ref."""
     return {ref: await find_image(docker, ref) for ref in dict.fromkeys(refs)}
 
 

@@ -31,7 +31,7 @@ from environments.kind import kind_spec
     ("skip", "bash", "skip"),
 ])
 def test_extract_action(output: str, kind: str, action: str) -> None:
-    assert extract_action(output, kind) == action
+    assert extract_action(output, kind_spec(kind)) == action
 
 
 @pytest.mark.parametrize(("output", "kind"), [
@@ -42,7 +42,7 @@ def test_extract_action(output: str, kind: str, action: str) -> None:
     ("", "python"),
 ])
 def test_no_code_is_none(output: str, kind: str) -> None:
-    assert extract_action(output, kind) is None
+    assert extract_action(output, kind_spec(kind)) is None
 
 
 @pytest.mark.parametrize(("output", "action"), [
@@ -54,11 +54,11 @@ def test_no_code_is_none(output: str, kind: str) -> None:
     ("```bash\npwd\n```", "pwd"),  # no Action line: the fenced form
 ])
 def test_extract_react_action(output: str, action: str) -> None:
-    assert extract_react_action(output, "bash") == action
+    assert extract_react_action(output, kind_spec("bash")) == action
 
 
 def test_react_without_action_is_none() -> None:
-    assert extract_react_action("Thought: I wonder.\nAction: ask the user", "bash") is None
+    assert extract_react_action("Thought: I wonder.\nAction: ask the user", kind_spec("bash")) is None
     assert react_thought("Thought 1: look first\nAction 1: execute[ls]") == "look first"
 
 

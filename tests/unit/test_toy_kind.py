@@ -73,8 +73,8 @@ def toy_tasks(tmp_path_factory: pytest.TempPathFactory) -> list[Task]:
 
 def test_the_spec_is_what_the_system_reads(toy_tasks):
     assert kind_spec("toy") is SPEC
-    assert extract_action("```calc\n1+1\n```", "toy") == "1+1"
-    assert extract_action("```bash\nls\n```", "toy") is None  # another kind's fence is not code here
+    assert extract_action("```calc\n1+1\n```", SPEC) == "1+1"
+    assert extract_action("```bash\nls\n```", SPEC) is None  # another kind's fence is not code here
     assert fenced(toy_tasks[0], "6*7") == "```calc\n6*7\n```"
     assert "ARITHMETIC" in prompt("system", SPEC, reward_note="")
 
