@@ -93,6 +93,14 @@ class DriverStream(Protocol):
     async def close(self) -> None: ...
 
 
+class OtherVersion(DriverLost):
+    """The driver speaks another protocol version than this checkout (`mismatch` says which)."""
+
+    def __init__(self, mismatch: str, *, container_id: str) -> None:
+        super().__init__(f"the driver {mismatch}", container_id=container_id)
+        self.mismatch = mismatch
+
+
 class DriverClient:
     """A started driver: `await DriverClient.over(stream, name)`, or in a container
     `await start_driver(container)` (foundation/pool/driver.py); `close()` ends it."""
@@ -117,14 +125,10 @@ class DriverClient:
         """A driver reached another way than a container's exec (a local process: foundation/local.py)."""
         client = cls(name, stream, pid=0)
         try:
-            hello = await asyncio.wait_for(client.read_hello(), HELLO_TIMEOUT)
+            await asyncio.wait_for(client.greet(), HELLO_TIMEOUT)
         except BaseException:
             await client.close()
             raise
-        if (mismatch := version_mismatch(hello)) is not None:
-            await client.close()
-            raise DriverLost(f"the driver {mismatch}", container_id=name)
-        client.pid = int(hello[protocol.PID])
         return client
 
     async def request(self, op: str, *, wait: float | None = None, **fields: Any) -> protocol.Reply:
@@ -208,9 +212,14 @@ class DriverClient:
         reply = await self.call(request, wait=timeout)
         return reply["files"]
 
-    async def read_hello(self) -> protocol.HelloReply:
-        """The frame a driver sends unasked as it starts."""
-        return cast(protocol.HelloReply, await self.read_frame())
+    async def greet(self) -> None:
+        """Read the hello a driver sends unasked as it starts: its pid and the roots its reset
+        restores. A driver of another protocol version is refused (OtherVersion)."""
+        hello = cast(protocol.HelloReply, await self.read_frame())
+        if (mismatch := version_mismatch(hello)) is not None:
+            raise OtherVersion(mismatch, container_id=self.container_id)
+        self.pid = int(hello[protocol.PID])
+        self.roots = list(hello.get(protocol.ROOTS, []))
 
     async def read_frame(self) -> protocol.Frame:
         while True:

@@ -14,11 +14,10 @@ import asyncio
 import aiodocker
 from aiodocker.containers import DockerContainer
 
-from foundation.driver_client import (HELLO_TIMEOUT, TRANSPORT_ERRORS, DriverClient, ExecResult, PythonResult, PythonRun,
-                                      describe, version_mismatch)
+from foundation.driver_client import (HELLO_TIMEOUT, TRANSPORT_ERRORS, DriverClient, ExecResult, OtherVersion, PythonResult,
+                                      PythonRun, describe, version_mismatch)
 from foundation.engine import ENGINE_ERRORS, engine_call
 from foundation.errors import ContainerDied, DriverLost, ImageError
-from icdriver import protocol
 
 __all__ = ["DRIVER_ARGV", "DRIVER_PATH", "DriverClient", "ExecResult", "PythonResult", "PythonRun", "start_driver",
            "stale_image", "version_mismatch"]
@@ -42,10 +41,13 @@ async def start_driver(container: DockerContainer, image: str | None = None) -> 
         raise ContainerDied(f"could not start the driver: {exc.message}", container_id=container.id) from exc
     client = DriverClient(container.id, stream, pid=0)
     try:
-        hello = await asyncio.wait_for(client.read_hello(), HELLO_TIMEOUT)
+        await asyncio.wait_for(client.greet(), HELLO_TIMEOUT)
     except TRANSPORT_ERRORS as exc:
         await client.close()
         raise DriverLost(f"the driver did not say hello: {describe(exc)}", container_id=container.id) from exc
+    except OtherVersion as exc:
+        await client.close()
+        raise ImageError(stale_image(image or await _image_of(container), exc.mismatch)) from exc
     except DriverLost as exc:
         await client.close()
         if f"can't open file '{DRIVER_PATH}'" in str(exc):  # an image from before the zipapp
@@ -54,12 +56,6 @@ async def start_driver(container: DockerContainer, image: str | None = None) -> 
     except BaseException:
         await client.close()
         raise
-    mismatch = version_mismatch(hello)
-    if mismatch is not None:
-        await client.close()
-        raise ImageError(stale_image(image or await _image_of(container), mismatch))
-    client.pid = int(hello[protocol.PID])
-    client.roots = list(hello.get(protocol.ROOTS, []))
     return client
 
 
