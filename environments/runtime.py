@@ -170,6 +170,11 @@ class Runtime:
             self._workdirs[image] = config.get("WorkingDir") or "/"
         return self._workdirs[image]
 
+    def capacity(self, image: str) -> int | None:
+        """How many of `image`'s containers serve, or soon will, for a scheduler to steer by; None
+        where there is no limit to steer by (no image: a kind without containers; a shared service)."""
+        return None if not image or is_service(image) else self.pool.capacity(image)
+
     def engine_client(self, needed_for: str) -> aiodocker.Docker:
         """The Docker client, for what only a Docker engine can do (`needed_for`, in words); a
         runtime over a Docker-free provider has none: SandboxError saying so."""

@@ -79,7 +79,7 @@ async def open_local_site(config: SweepConfig, todo: list[PlannedEpisode], pools
                 services.spawn(sql_server(runtime, image), name=image)
             await _warm(runtime, todo, config.concurrency)
             progress.warmed()
-            yield LocalSite(runtime), lambda image: None if not image or is_service(image) else runtime.pool.capacity(image)
+            yield LocalSite(runtime), runtime.capacity
 
 
 async def _warm(runtime: Runtime, todo: list[PlannedEpisode], concurrency: int) -> None:

@@ -166,6 +166,21 @@ def test_the_dispatcher_prefers_episodes_whose_image_has_a_container_to_spare():
     assert [unsteered.take().task.index for _ in range(4)] == [0, 1, 2, 3]
 
 
+def test_the_queue_steers_by_the_containers_of_plain_images_only():
+    from environments.runtime import Runtime
+    from foundation.local import LocalProvider
+
+    class Counted(LocalProvider):  # a provider whose images have containers to count
+        def capacity(self, image: str) -> int | None:
+            return 2
+
+    runtime = Runtime(None, Counted())
+    assert runtime.capacity("intercode/nl2bash-fs-1") == 2
+    # a shared database server serves every episode at once; a kind without containers has no image
+    assert runtime.capacity("intercode/sql") is None and runtime.capacity("intercode/sql-spider") is None
+    assert runtime.capacity("") is None
+
+
 @pytest.mark.parametrize("name", ["quickstart.toml", "intercode-paper.toml"])
 def test_the_example_sweep_files_are_valid(name):
     from foundation.settings import PROJECT_ROOT
