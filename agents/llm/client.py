@@ -158,6 +158,10 @@ class LLMClient:
         # agent sees it, too: a key in an action would reach the container and come back in its output.
         return reply.redacted(self._secrets())
 
+    async def start(self) -> None:
+        """Start the transport's worker processes, if it has any (calls made before wait for them)."""
+        await self.transport.start()
+
     async def aclose(self) -> None:
         """Stop the transport's worker processes, if it has any."""
         await self.transport.aclose()

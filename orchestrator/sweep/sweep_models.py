@@ -119,7 +119,7 @@ class SweepModels:
 
 async def _start(client: LLMClient) -> None:
     try:
-        await client.transport.start()
+        await client.start()
     except ModelError as exc:  # each call waits for a worker started again, or fails as a retryable connection error
         log.warning("llm_workers_unavailable", error=str(exc))
 

@@ -41,7 +41,7 @@ async def _setup(config: ServerConfig | None = None, *, model: str = PRICED, pol
                          limits=limits or ModelLimits())
         transport = make_transport(0) if workers is None else Lent(workers)
         client = LLMClient([spec], retry=policy, transport=transport)
-        await client.transport.start()
+        await client.start()
         try:
             yield server, client
         finally:
