@@ -34,9 +34,7 @@ class SweepInputs:
     episodes: list[PlannedEpisode]  # every episode of the sweep, stored or not
     identity: str  # what makes two runs the same sweep (the store refuses another's directory)
     parts: dict[str, str]  # what the identity is made of, by name -> digest: a refusal names what changed
-
-    def tasks(self) -> list[Task]:
-        return [task for task_set in self.task_sets.values() for task in task_set.tasks]
+    tasks: list[Task]  # every task of the task sets, in their order (an offline model's server answers them)
 
 
 async def prepare(config: SweepConfig, data_dir: Path | None) -> SweepInputs:
@@ -47,7 +45,8 @@ async def prepare(config: SweepConfig, data_dir: Path | None) -> SweepInputs:
     your_agents = await asyncio.to_thread(find_your_agents, config)
     episodes = await _planned(config, {label: found.tasks for label, found in resolved.items()})
     identity = config.identity([*(found.digest for found in resolved.values()), *your_agents.digests])
-    return SweepInputs(resolved, your_agents, episodes, identity, identity_parts(config, resolved, your_agents))
+    return SweepInputs(resolved, your_agents, episodes, identity, identity_parts(config, resolved, your_agents),
+                       [task for found in resolved.values() for task in found.tasks])
 
 
 def identity_parts(config: SweepConfig, task_sets: dict[str, TaskSet], your_agents: YourAgents) -> dict[str, str]:

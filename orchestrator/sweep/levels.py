@@ -51,6 +51,6 @@ async def _below_the_store(config: SweepConfig, inputs: SweepInputs, run: Stored
     """Levels 3 to 5; the episodes left for a resume."""
     with gateway_folder(inputs.your_agents) as folder:
         placement = await place(config, run.todo, inputs.task_sets, data_dir, inputs.your_agents, folder)
-        async with SweepModels.open(config, inputs.tasks(), data_dir, run.spent_before) as models, serving(inputs.your_agents, folder):
+        async with SweepModels.open(config, inputs.tasks, data_dir, run.spent_before) as models, serving(inputs.your_agents, folder):
             async with open_site(config, placement, models, progress, run.run_id, data_dir) as (site, capacity):
                 return await run_workers(config, placement.todo, site, capacity, models, run, progress)
