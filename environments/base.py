@@ -108,6 +108,17 @@ class StepResult:
         return iter((self.observation, self.reward, self.done, self.info))
 
 
+@dataclass(frozen=True, slots=True)
+class HarnessStep:
+    """One turn of the paper's multi-turn harness (`harness_step`): what the action's run gave and
+    how the turn scored it."""
+
+    reward: float
+    observation: str
+    executed: bool
+    breakdown: dict[str, Any] | None = None  # the parts of the reward this turn computed, where the kind has them
+
+
 class EpisodeEnvironment(Protocol):
     """What a strategy drives and a sweep's runner holds: an Environment on this machine, or one on
     a cluster's host (orchestrator/cluster/remote.py, RemoteEnvironment), call for call."""
@@ -144,7 +155,7 @@ class EpisodeEnvironment(Protocol):
 
     async def score(self) -> tuple[float, dict[str, Any]]: ...
 
-    async def harness_step(self, action: str) -> tuple[float, str, bool]: ...
+    async def harness_step(self, action: str) -> HarnessStep: ...
 
     def observation_rows(self) -> list[Any] | None: ...
 
@@ -278,23 +289,26 @@ class Environment(ABC):
         flags and short texts a reader can explain a score with. Kinds with a reward of parts say."""
         return None
 
-    async def harness_step(self, action: str) -> tuple[float, str, bool]:
-        """One turn of the paper's multi-turn harness: (reward, observation, executed). `submit`
-        and `skip` end the episode; any other action runs. Where the kind's harness scored every
-        action (`scores_every_action`: Bash, SQL), an action, and a `skip`, is scored "if
-        submitted now"; elsewhere they get 0."""
+    async def harness_step(self, action: str) -> HarnessStep:
+        """One turn of the paper's multi-turn harness. `submit` and `skip` end the episode; any
+        other action runs. Where the kind's harness scored every action (`scores_every_action`:
+        Bash, SQL), an action, and a `skip`, is scored "if submitted now"; elsewhere they get 0."""
         stripped = action.strip()
         if stripped == "skip":  # ends the episode; eval_n_turn then submitted the state as it was
             reward = (await self.score())[0] if self.scores_every_action else 0.0
             step = await self.step(stripped)
             self.reward = reward
-            return reward, step.observation, True
+            return self.harness_turn(reward, step.observation, True)
         if stripped.startswith("submit"):
             step = await self.step(stripped)
-            return step.reward, step.observation, True
+            return self.harness_turn(step.reward, step.observation, True)
         step = await self.step(action)
         reward = (await self.score())[0] if self.scores_every_action else 0.0
-        return reward, step.observation, bool(step.info.get(ACTION_EXECUTED))
+        return self.harness_turn(reward, step.observation, bool(step.info.get(ACTION_EXECUTED)))
+
+    def harness_turn(self, reward: float, observation: str, executed: bool) -> HarnessStep:
+        """The turn's result, with the parts of the reward it computed."""
+        return HarnessStep(reward, observation, executed, self.breakdown())
 
     def tool_servers(self) -> list[ToolServer]:
         """The MCP servers the task offers its agent, reachable from this process (after reset)."""

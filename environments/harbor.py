@@ -53,8 +53,8 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit, urlunsplit
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from environments.base import (ACTION_EXECUTED, ScoringFailed, Skill, StepResult, TaskUnavailable, ToolServer,
-                               VerifierError, VerifierOffline, VerifierTimedOut)
+from environments.base import (ACTION_EXECUTED, HarnessStep, ScoringFailed, Skill, StepResult, TaskUnavailable,
+                               ToolServer, VerifierError, VerifierOffline, VerifierTimedOut)
 from environments.kind import KindSpec, register
 from environments.workspace import WorkspaceEnv, describe, json_safe
 from foundation.sandbox import Sandbox, TooLarge, files_tar
@@ -255,11 +255,11 @@ class HarborEnv(WorkspaceEnv):
     def _remaining(self) -> float:
         return self._agent_deadline - time.monotonic()
 
-    async def harness_step(self, action: str) -> tuple[float, str, bool]:
+    async def harness_step(self, action: str) -> HarnessStep:
         """One turn of a multi-turn harness: an action runs unscored (the tests run once, at the
         end), `submit` (or the agent's time running out) ends the episode with the verifier's reward."""
         step = await self.step(action)
-        return step.reward, step.observation, bool(step.info.get(ACTION_EXECUTED))
+        return self.harness_turn(step.reward, step.observation, bool(step.info.get(ACTION_EXECUTED)))
 
     def breakdown(self) -> dict[str, Any] | None:
         return self._breakdown if self.score_info else None

@@ -20,7 +20,7 @@ from contextlib import AsyncExitStack
 from dataclasses import replace
 from typing import Any
 
-from environments.base import ACTION_EXECUTED, Environment, StepResult
+from environments.base import ACTION_EXECUTED, Environment, HarnessStep, StepResult
 from environments.gold import GoldKey
 from environments.kind import KindSpec, TaskFile, register
 from environments.rewards.python import (
@@ -212,14 +212,14 @@ class PythonEnv(Environment):
 
     # ---------------------------------------------------------------- the harness rule
 
-    async def harness_step(self, action: str) -> tuple[float, str, bool]:
+    async def harness_step(self, action: str) -> HarnessStep:
         """The harness's turn: a `def` is auto-submitted (`step_with_autosubmit`), other actions
         score 0, `submit` and `skip` end the episode."""
         stripped = action.strip()
         if not stripped.startswith("def"):
             return await super().harness_step(action)
         step = await self.step_with_autosubmit(stripped)
-        return step.reward, step.observation, bool(step.info.get(ACTION_EXECUTED))
+        return self.harness_turn(step.reward, step.observation, bool(step.info.get(ACTION_EXECUTED)))
 
     async def step_with_autosubmit(self, action: str) -> StepResult:
         """One turn of the paper's multi-turn harness for Python: an action starting with `def`

@@ -144,10 +144,11 @@ class EpisodeHandle:
             raise EpisodeEnded(f"the episode of {self.task.id} has ended: it was submitted")
         if len(self.outcome.turns) >= self._max_turns and action.split(maxsplit=1)[:1] != ["submit"]:
             raise OutOfTurns(f"the episode's {self._max_turns} turns are used up")  # its last word, `submit`, is not
-        reward, observation, executed = await self.env.harness_step(action)
-        self.outcome.turns.append(Turn(self.model.pending, action, observation, reward, executed, self.env.breakdown()))
+        step = await self.env.harness_step(action)
+        self.outcome.turns.append(Turn(self.model.pending, action, step.observation, step.reward, step.executed,
+                                       step.breakdown))
         self.model.pending = ""
-        return Step(observation, reward if self.spec.shows_reward or self.env.done else None, self.env.done)
+        return Step(step.observation, step.reward if self.spec.shows_reward or self.env.done else None, self.env.done)
 
     async def submit(self, answer: str = "") -> Step:
         return await self.step(f"submit {answer}".strip())

@@ -31,9 +31,8 @@ from agents.strategies.turns import (
     Dialogue,
     ask,
     clip,
-    harness_step,
     prompt,
-    retry_message,
+    scored_turn,
 )
 from agents.strategies.paper_parsing import PaperParseError, paper_action, react_action
 from foundation.errors import ConfigError
@@ -109,10 +108,7 @@ class AnswerRules(ABC):
             action, kept = self.action(output, env.spec)
         except PaperParseError:
             return Reading(Turn(output, None, BLOCKED, 0.0, False), output, blocked=True)
-        if action is None:
-            return Reading(Turn(output, None, retry_message(env.spec), 0.0, False), kept)
-        reward, observation, executed = await harness_step(env, action)
-        return Reading(Turn(output, action, observation, reward, executed, env.breakdown()), kept)
+        return Reading(await scored_turn(env, output, action), kept)
 
     @abstractmethod
     def action(self, output: str, spec: KindSpec) -> tuple[str | None, str]:

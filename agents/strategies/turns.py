@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from agents.base import AnswerStyle, EpisodeOutcome, Message, Model, Turn
 from agents.llm.errors import ModelError
-from environments.base import EpisodeEnvironment, Skill
+from environments.base import EpisodeEnvironment, HarnessStep, Skill
 from environments.kind import KindSpec
 from foundation.concurrency import TaskOwner
 from foundation.outcome import Status
@@ -128,8 +128,8 @@ async def alongside(call: Coroutine[Any, Any, T], setup: asyncio.Future[Any]) ->
         return await answer
 
 
-async def harness_step(env: EpisodeEnvironment, action: str) -> tuple[float, str, bool]:
-    """Run `action` as the original's multi-turn harness did; (reward, observation, executed).
+async def harness_step(env: EpisodeEnvironment, action: str) -> HarnessStep:
+    """Run `action` as the original's multi-turn harness did.
     The kind's rule (`Environment.harness_step`): Bash and SQL score every action without ending
     the episode; Python auto-submits a `def` (other actions score 0); CTF scores only `submit
     FLAG`. A bare `submit` or `skip` ends it."""
@@ -140,8 +140,8 @@ async def scored_turn(env: EpisodeEnvironment, output: str, action: str | None) 
     """One turn of the harness: the retry message when there is no code, else run and score."""
     if action is None:
         return Turn(output, None, retry_message(env.spec), 0.0, False)
-    reward, observation, executed = await harness_step(env, action)
-    return Turn(output, action, observation, reward, executed, env.breakdown())
+    step = await harness_step(env, action)
+    return Turn(output, action, step.observation, step.reward, step.executed, step.breakdown)
 
 
 async def begin(env: EpisodeEnvironment, task: Task, system: str, dialogue_limit: int | None, *,

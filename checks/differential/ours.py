@@ -62,10 +62,10 @@ class OurHarness:
     async def turn(self, action: str) -> dict[str, Any]:
         self.env.score_info = {}
         try:
-            reward, observation, executed = await harness_step(self.env, action)
+            step = await harness_step(self.env, action)
         except OrchestratorError as exc:
             return {"error": f"{type(exc).__name__}: {exc}"[:500]}
-        answer: dict[str, Any] = {"reward": reward, "observation": observation[:CLIP], "executed": executed}
+        answer: dict[str, Any] = {"reward": step.reward, "observation": step.observation[:CLIP], "executed": step.executed}
         info = self.env.score_info  # the reward's terms, from the score harness_step asked for
         if self.kind == "bash":
             answer["terms"] = {name: info.get(name) for name in TERMS}

@@ -23,7 +23,7 @@ import ray
 import structlog
 
 from environments import make_environment
-from environments.base import StepResult
+from environments.base import HarnessStep, StepResult
 from environments.own import own_kind
 from environments.runtime import RewardMode, Runtime
 from environments.sql_server import sql_server
@@ -229,10 +229,10 @@ class HostAgent:
         return self._reply(env_id, await self.envs[env_id].score())
 
     @ray.method(enable_task_events=False)  # per action: no record for Ray's state API
-    async def harness_step(self, env_id: int, action: str) -> Reply[tuple[float, str, bool]]:
+    async def harness_step(self, env_id: int, action: str) -> Reply[HarnessStep]:
         return await self._harness_step(env_id, action)
 
-    async def _harness_step(self, env_id: int, action: str) -> Reply[tuple[float, str, bool]]:
+    async def _harness_step(self, env_id: int, action: str) -> Reply[HarnessStep]:
         return self._reply(env_id, await self.envs[env_id].harness_step(action))
 
     @ray.method(enable_task_events=False)  # per action: no record for Ray's state API

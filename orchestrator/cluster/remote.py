@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 import ray.exceptions
 
-from environments.base import EpisodeEnvironment, ScoringFailed, Skill, StepResult, ToolServer
+from environments.base import EpisodeEnvironment, HarnessStep, ScoringFailed, Skill, StepResult, ToolServer
 from environments.kind import kind_spec
 from foundation.concurrency import TaskOwner, stop
 from foundation.timeline import span
@@ -112,7 +112,7 @@ class RemoteEnvironment:
         with span("reward"):
             return await self._on_env(SCORE)
 
-    async def harness_step(self, action: str) -> tuple[float, str, bool]:
+    async def harness_step(self, action: str) -> HarnessStep:
         await self.ready()
         with span("action"):
             return await self._on_env(HARNESS_STEP, action)

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Generic, ParamSpec, TypeVar
 
-from environments.base import ScoringFailed, StepResult
+from environments.base import HarnessStep, ScoringFailed, StepResult
 from tasks import Task
 
 P = ParamSpec("P")
@@ -54,7 +54,7 @@ OPEN_RESET: RemoteCall[[str, Task, bool], Reply[str]] = RemoteCall("open_reset",
 RESET: RemoteCall[[int, Task, bool], Reply[str]] = RemoteCall("reset")
 STEP: RemoteCall[[int, str], Reply[StepResult]] = RemoteCall("step")
 SCORE: RemoteCall[[int], Reply[tuple[float, dict[str, Any]]]] = RemoteCall("score")
-HARNESS_STEP: RemoteCall[[int, str], Reply[tuple[float, str, bool]]] = RemoteCall("harness_step")
+HARNESS_STEP: RemoteCall[[int, str], Reply[HarnessStep]] = RemoteCall("harness_step")
 CLOSE: RemoteCall[[int], None] = RemoteCall("close")
 
 CALLS: dict[str, RemoteCall[..., Any]] = {call.name: call for call in

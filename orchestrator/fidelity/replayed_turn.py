@@ -111,8 +111,8 @@ async def _react_turn(env: Environment, action: str, recorded: Any) -> tuple[flo
 async def harness_turn(env: Environment, action: str) -> tuple[float, str]:
     """One turn of the original's multi-turn harness (shared with our strategies); the older CTF
     harness prefixed shell commands with `cmd `."""
-    reward, observation, _ = await harness_step(env, env.spec.recorded_action(action))
-    return reward, observation
+    step = await harness_step(env, env.spec.recorded_action(action))
+    return step.reward, step.observation
 
 
 def _reason(recorded: Any, ours: str) -> str:

@@ -78,8 +78,8 @@ async def test_the_python_environment_runs_on_a_local_sandbox():
             outcome = await get_strategy("try_again").run(env, task, OracleModel(), max_turns=3)
             assert outcome.success, outcome
             await env.reset(task)
-            reward, observation, _ = await env.harness_step("def wrong(*args):\n    return None")
-            assert reward < 1.0 and observation
+            step = await env.harness_step("def wrong(*args):\n    return None")
+            assert step.reward < 1.0 and step.observation
 
 
 async def test_the_bash_reward_runs_on_a_local_sandbox(runtime):
