@@ -65,7 +65,8 @@ class OurHarness:
             step = await harness_step(self.env, action)
         except OrchestratorError as exc:
             return {"error": f"{type(exc).__name__}: {exc}"[:500]}
-        answer: dict[str, Any] = {"reward": step.reward, "observation": step.observation[:CLIP], "executed": step.executed}
+        answer: dict[str, Any] = {"reward": step.reward, "observation": step.observation[:CLIP],
+                                  "executed": step.executed}
         info = self.env.score_info  # the reward's terms, from the score harness_step asked for
         if self.kind == "bash":
             answer["terms"] = {name: info.get(name) for name in TERMS}

@@ -14,8 +14,8 @@ import asyncio
 import aiodocker
 from aiodocker.containers import DockerContainer
 
-from foundation.driver_client import (HELLO_TIMEOUT, TRANSPORT_ERRORS, DriverClient, ExecResult, OtherVersion, PythonResult,
-                                      PythonRun, describe, version_mismatch)
+from foundation.driver_client import (HELLO_TIMEOUT, TRANSPORT_ERRORS, DriverClient, ExecResult, OtherVersion,
+                                      PythonResult, PythonRun, describe, version_mismatch)
 from foundation.engine import ENGINE_ERRORS, engine_call
 from foundation.errors import ContainerDied, DriverLost, ImageError
 
